@@ -1,0 +1,117 @@
+"""Hidden Markov model languages q = (pi, A, B) (THEORY §1).
+
+q(x) = sum_h pi[h_1] B[h_1, x_1] prod_{i>=2} A[h_{i-1}, h_i] B[h_i, x_i].
+
+The class is immutable and validated on construction.  Attribute names follow
+hmmlearn (``startprob_``, ``transmat_``, ``emissionprob_``); unlike hmmlearn,
+every malformed input is rejected with a ``ValueError`` naming the row or entry.
+All inference is exact (scaled forward-backward, boolean reachability) and
+batched; see :mod:`constructions.inference`.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from . import inference
+from .validation import DEFAULT_ATOL, as_rng, positive_int, probability_array, token_array
+
+
+class HMM:
+    """A hidden Markov model over tokens ``0..n_symbols-1``.
+
+    Parameters
+    ----------
+    startprob : (S,) initial state law pi.
+    transmat : (S, S) transition matrix A, rows summing to 1.
+    emissionprob : (S, V) emission matrix B, rows summing to 1.
+    atol : tolerance on every row sum.
+    """
+
+    kind = "hmm"
+
+    def __init__(self, startprob, transmat, emissionprob, *, atol: float = DEFAULT_ATOL):
+        pi = probability_array("startprob", startprob, 1, atol=atol)
+        A = probability_array("transmat", transmat, 2, atol=atol)
+        B = probability_array("emissionprob", emissionprob, 2, atol=atol)
+        S = pi.shape[0]
+        if A.shape != (S, S):
+            raise ValueError(f"transmat must have shape ({S}, {S}) to match startprob, got {A.shape}")
+        if B.shape[0] != S:
+            raise ValueError(f"emissionprob must have {S} rows (one per state), got {B.shape[0]}")
+        self.startprob_ = pi
+        self.transmat_ = A
+        self.emissionprob_ = B
+        self.atol = atol
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def n_states(self) -> int:
+        return self.startprob_.shape[0]
+
+    @property
+    def n_symbols(self) -> int:
+        """Vocabulary size |V|."""
+        return self.emissionprob_.shape[1]
+
+    def to_hmm(self) -> "HMM":
+        return self
+
+    def __repr__(self) -> str:
+        return f"HMM(n_states={self.n_states}, n_symbols={self.n_symbols})"
+
+    def __eq__(self, other) -> bool:
+        return (
+            isinstance(other, HMM)
+            and np.array_equal(self.startprob_, other.startprob_)
+            and np.array_equal(self.transmat_, other.transmat_)
+            and np.array_equal(self.emissionprob_, other.emissionprob_)
+        )
+
+    __hash__ = None  # arrays are compared by value
+
+    def check_tokens(self, X, *, allow_mask: bool = True) -> np.ndarray:
+        """Validate a batch of (partially revealed) sequences; returns int64 (n, L)."""
+        return token_array(X, self.n_symbols, allow_mask=allow_mask)
+
+    @cached_property
+    def _kernel_params(self) -> inference.KernelParams:
+        return inference.KernelParams.from_arrays(self.startprob_, self.transmat_, self.emissionprob_)
+
+    # --------------------------------------------------------------- inference
+    def score(self, X) -> np.ndarray:
+        """Natural-log probability of each sequence, shape (n,).
+
+        Masked positions (``MASK``) are summed out, so a partially revealed
+        sequence gets the marginal log q(x_U).  Sequences outside the support
+        get ``-inf`` (decided exactly, without floating underflow).
+        """
+        X = self.check_tokens(X)
+        return inference.log_likelihood(self._kernel_params, X)
+
+    def in_support(self, X) -> np.ndarray:
+        """Boolean (n,): q(x_U) > 0, decided by boolean reachability (no floating point)."""
+        X = self.check_tokens(X)
+        return inference.support(self._kernel_params, X)
+
+    def posterior_marginals(self, X) -> np.ndarray:
+        """The oracle denoiser: q(x_i = v | x_U) for every position, shape (n, L, V).
+
+        Revealed positions get the one-hot vector of their token.  Raises
+        ``ValueError`` if some sequence has q(x_U) = 0 (no posterior exists).
+        """
+        X = self.check_tokens(X)
+        return inference.posterior_marginals(self._kernel_params, X)
+
+    def sample(self, n: int, length: int, seed=None) -> np.ndarray:
+        """Draw ``n`` i.i.d. sequences of ``length`` tokens from q; int64 (n, length)."""
+        n = positive_int("n", n, minimum=0)
+        length = positive_int("length", length)
+        rng = as_rng(seed)
+        return inference.sample(self._kernel_params, n, length, rng)
+
+    def __call__(self, X) -> np.ndarray:
+        """An HMM is its own oracle denoiser: ``hmm(X) == hmm.posterior_marginals(X)``."""
+        return self.posterior_marginals(X)

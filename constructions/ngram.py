@@ -1,0 +1,150 @@
+"""n-gram languages: order n-1 Markov chains on tokens (THEORY §1).
+
+q(x) = init(x_1..x_{n-1}) * prod_{i>=n} P(x_i | x_{i-n+1..i-1}).
+
+Contexts (tuples of n-1 tokens) are indexed big-endian:
+``index(a_1..a_{n-1}) = sum_k a_k V^(n-1-k)``.
+
+An ``NGram`` is exactly an HMM whose hidden state at position i is the window
+(x_i, ..., x_{i+n-2}) of the current and next n-2 tokens: the initial state law is
+the law of the first n-1 tokens, the state emits its first token
+deterministically, and the window slides by drawing the next token from the
+n-gram conditional.  Tokens beyond position L are summed out, so the HMM's law
+on V^L is the n-gram's for every L >= 1 (see :meth:`NGram.to_hmm`).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from .hmm import HMM
+from .validation import DEFAULT_ATOL, positive_int, probability_array
+
+
+class NGram:
+    """An n-gram language over tokens ``0..n_symbols-1``.
+
+    Parameters
+    ----------
+    n : order (n >= 2); the next token depends on the previous n-1.
+    initial : law of the first n-1 tokens, shape (V,)*(n-1) or (V**(n-1),).
+    transition : (V**(n-1), V); row c is P(next | context c).
+    """
+
+    kind = "ngram"
+
+    def __init__(self, n: int, initial, transition, *, atol: float = DEFAULT_ATOL):
+        n = positive_int("n", n, minimum=2)
+        T = probability_array("transition", transition, 2, atol=atol)
+        V = T.shape[1]
+        n_ctx = V ** (n - 1)
+        if T.shape[0] != n_ctx:
+            raise ValueError(
+                f"transition must have V**(n-1) = {V}**{n - 1} = {n_ctx} rows for n={n}, V={V}; got {T.shape[0]}"
+            )
+        init = np.asarray(initial, dtype=np.float64)
+        if init.ndim == n - 1 and init.shape == (V,) * (n - 1):
+            init = init.reshape(-1)
+        init = probability_array("initial", init, 1, atol=atol)
+        if init.shape[0] != n_ctx:
+            raise ValueError(
+                f"initial must be the law of the first n-1 tokens, shape ({V},)*{n - 1} or ({n_ctx},); got {init.shape}"
+            )
+        self.n = n
+        self.initial_ = init
+        self.transition_ = T
+        self.atol = atol
+
+    @property
+    def n_symbols(self) -> int:
+        return self.transition_.shape[1]
+
+    @property
+    def n_contexts(self) -> int:
+        return self.transition_.shape[0]
+
+    def __repr__(self) -> str:
+        return f"NGram(n={self.n}, n_symbols={self.n_symbols})"
+
+    def __eq__(self, other) -> bool:
+        return (
+            isinstance(other, NGram)
+            and self.n == other.n
+            and np.array_equal(self.initial_, other.initial_)
+            and np.array_equal(self.transition_, other.transition_)
+        )
+
+    __hash__ = None
+
+    @cached_property
+    def _hmm(self) -> HMM:
+        V, n_ctx = self.n_symbols, self.n_contexts
+        # Window state w = (a_1..a_{n-1}) slides to (a_2..a_{n-1}, b) with prob P(b | w).
+        shifted = (np.arange(n_ctx) * V) % n_ctx  # index of (a_2..a_{n-1}, 0)
+        A = np.zeros((n_ctx, n_ctx))
+        rows = np.repeat(np.arange(n_ctx), V)
+        cols = (shifted[:, None] + np.arange(V)[None, :]).reshape(-1)
+        A[rows, cols] = self.transition_.reshape(-1)
+        B = np.zeros((n_ctx, V))
+        B[np.arange(n_ctx), np.arange(n_ctx) // (n_ctx // V)] = 1.0  # emit the window's first token
+        return HMM(self.initial_, A, B, atol=self.atol)
+
+    def to_hmm(self) -> HMM:
+        """The equivalent HMM (states = windows of n-1 tokens); same law on V^L for every L."""
+        return self._hmm
+
+    # All inference goes through the equivalent HMM (its kernels exploit the sparse transitions).
+    def check_tokens(self, X, *, allow_mask: bool = True) -> np.ndarray:
+        return self._hmm.check_tokens(X, allow_mask=allow_mask)
+
+    def score(self, X) -> np.ndarray:
+        return self._hmm.score(X)
+
+    def in_support(self, X) -> np.ndarray:
+        return self._hmm.in_support(X)
+
+    def posterior_marginals(self, X) -> np.ndarray:
+        return self._hmm.posterior_marginals(X)
+
+    def sample(self, n: int, length: int, seed=None) -> np.ndarray:
+        return self._hmm.sample(n, length, seed)
+
+    def __call__(self, X) -> np.ndarray:
+        return self.posterior_marginals(X)
+
+    def sequence_entropy(self, length: int) -> float:
+        """Exact entropy H(X_1..X_L) in nats (chain rule over propagated context laws)."""
+        length = positive_int("length", length)
+        V, n = self.n_symbols, self.n
+        k = n - 1
+        if length <= k:
+            # Entropy of the marginal of the first `length` tokens of the initial law.
+            marg = self.initial_.reshape((V,) * k).sum(axis=tuple(range(length, k))).reshape(-1)
+            return float(_entropy(marg))
+        total = float(_entropy(self.initial_))
+        row_h = np.array([_entropy(r) for r in self.transition_])
+        ctx = self.initial_.copy()
+        shifted = (np.arange(self.n_contexts) * V) % self.n_contexts
+        for _ in range(length - k):
+            total += float(ctx @ row_h)
+            nxt = np.zeros_like(ctx)
+            np.add.at(nxt, (shifted[:, None] + np.arange(V)[None, :]).reshape(-1), (ctx[:, None] * self.transition_).reshape(-1))
+            ctx = nxt
+        return total
+
+
+def _entropy(p: np.ndarray) -> float:
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def as_hmm(language) -> HMM:
+    """The HMM form of any mdmt language (an HMM, an NGram, or anything with ``to_hmm()``)."""
+    if isinstance(language, HMM):
+        return language
+    to_hmm = getattr(language, "to_hmm", None)
+    if to_hmm is None:
+        raise ValueError(f"expected an mdmt language (HMM or NGram), got {type(language).__name__}")
+    return to_hmm()

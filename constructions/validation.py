@@ -1,0 +1,113 @@
+"""Input validation shared by every language and sampler in mdmt.
+
+Every check raises :class:`ValueError` with a message that names the offending
+array, index and value, so that a malformed language or sequence never turns
+into a NaN, a silent wrap-around or a traceback deep inside a kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MASK = -1
+"""Token value marking a masked (not yet revealed) position in integer arrays."""
+
+DEFAULT_ATOL = 1e-6
+"""Tolerance on the sum of every probability vector (|sum - 1| <= atol)."""
+
+
+def probability_array(name: str, value, ndim: int, *, atol: float = DEFAULT_ATOL) -> np.ndarray:
+    """Return ``value`` as a read-only float64 array whose last axis holds distributions.
+
+    Checks: the number of dimensions, finiteness, non-negativity and that every
+    vector along the last axis sums to 1 within ``atol``.  The error names the
+    first offending entry or row.
+    """
+    try:
+        arr = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be an array of numbers ({exc})") from None
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
+    if arr.size == 0 or arr.shape[-1] == 0:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name}{_fmt_index(idx)} is not finite ({arr[idx]})")
+    neg = arr < 0
+    if neg.any():
+        idx = tuple(int(i) for i in np.argwhere(neg)[0])
+        raise ValueError(f"{name}{_fmt_index(idx)} is a negative probability ({arr[idx]:.6g})")
+    sums = arr.sum(axis=-1)
+    off = np.abs(sums - 1.0) > atol
+    if np.any(off):
+        idx = tuple(int(i) for i in np.argwhere(np.atleast_1d(off))[0]) if arr.ndim > 1 else ()
+        total = float(np.atleast_1d(sums)[idx] if idx else sums)
+        where = f"{name} row {idx[0] if len(idx) == 1 else idx}" if idx else name
+        raise ValueError(f"{where} sums to {total:.10g}, not 1 (tolerance atol={atol:g})")
+    # Renormalise within the tolerance so downstream sums are exact to rounding.
+    arr = arr / arr.sum(axis=-1, keepdims=True)
+    arr.setflags(write=False)
+    return arr
+
+
+def _fmt_index(idx: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(i) for i in idx) + "]"
+
+
+def token_array(x, n_symbols: int, *, allow_mask: bool = True, name: str = "sequence") -> np.ndarray:
+    """Return ``x`` as a C-contiguous int64 array of shape (n, L).
+
+    A 1-D input is one sequence.  Every entry must be an integer in
+    ``[0, n_symbols)``, or :data:`MASK` when ``allow_mask`` is true; the error
+    names the first offending sequence, position and token.
+    """
+    arr = np.asarray(x)
+    if arr.dtype == object:
+        raise ValueError(f"{name}s must be a rectangular array of integer tokens")
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2:
+        raise ValueError(f"{name}s must have shape (n, L) or (L,), got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            if np.issubdtype(arr.dtype, np.floating):
+                bad = tuple(int(i) for i in np.argwhere(~(np.isfinite(arr) & (arr == np.round(arr))))[0])
+                token = float(arr[bad])
+            else:
+                bad, token = (0, 0), arr.flat[0]
+            raise ValueError(f"{name} {bad[0]} position {bad[1]}: token {token!r} is not an integer")
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    low = MASK if allow_mask else 0
+    bad = (arr < low) | (arr >= n_symbols)
+    if bad.any():
+        i, t = (int(v) for v in np.argwhere(bad)[0])
+        allowed = f"0..{n_symbols - 1}" + (f" or {MASK} (mask)" if allow_mask else "")
+        raise ValueError(
+            f"{name} {i} position {t}: token {int(arr[i, t])} is outside the vocabulary (allowed {allowed})"
+        )
+    return arr
+
+
+def positive_int(name: str, value, *, minimum: int = 1) -> int:
+    """Return ``value`` as an int, raising ``ValueError`` if it is not an integer >= minimum."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def as_rng(seed) -> np.random.Generator:
+    """A NumPy Generator from ``None``, an int seed or an existing Generator."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return np.random.default_rng(seed)

@@ -1,0 +1,185 @@
+"""Exact inference on HMMs and n-grams against brute-force enumeration (THEORY §1-2)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from constructions import HMM, MASK, NGram, inference
+from tests._brute import all_sequences, hmm_joint, masked_marginal
+
+
+def _random_stochastic(rng, shape, zero_frac):
+    a = rng.random(shape)
+    a[rng.random(shape) < zero_frac] = 0.0
+    a[..., 0] += (a.sum(axis=-1) == 0)  # never an empty row
+    return a / a.sum(axis=-1, keepdims=True)
+
+
+@st.composite
+def small_hmms(draw, max_states=3, max_symbols=3):
+    seed = draw(st.integers(0, 2**32 - 1))
+    S = draw(st.integers(1, max_states))
+    V = draw(st.integers(1, max_symbols))
+    zero = draw(st.sampled_from([0.0, 0.3, 0.6]))
+    rng = np.random.default_rng(seed)
+    return HMM(_random_stochastic(rng, S, zero), _random_stochastic(rng, (S, S), zero), _random_stochastic(rng, (S, V), zero))
+
+
+def _both_paths(hmm):
+    """The dense (BLAS block) and the sparse (CSR) kernels of one HMM."""
+    p = hmm._kernel_params
+    return [dataclasses.replace(p, sparse=False), dataclasses.replace(p, sparse=True)]
+
+
+@given(small_hmms(), st.integers(1, 4))
+def test_likelihood_and_support_equal_brute_force(hmm, L):
+    X = all_sequences(hmm.n_symbols, L)
+    q = hmm_joint(hmm.startprob_, hmm.transmat_, hmm.emissionprob_, L)
+    assert q.sum() == pytest.approx(1.0, abs=1e-12)
+    for params in _both_paths(hmm):
+        ll = inference.log_likelihood(params, X)
+        with np.errstate(divide="ignore"):
+            np.testing.assert_allclose(ll, np.log(q), rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(hmm.in_support(X), q > 0)
+    np.testing.assert_array_equal(np.isfinite(hmm.score(X)), q > 0)
+
+
+@given(small_hmms(), st.integers(2, 4), st.integers(0, 2**32 - 1))
+def test_partial_marginals_and_oracle_denoiser_equal_brute_force(hmm, L, seed):
+    rng = np.random.default_rng(seed)
+    X = all_sequences(hmm.n_symbols, L)
+    q = hmm_joint(hmm.startprob_, hmm.transmat_, hmm.emissionprob_, L)
+    partial = X[rng.integers(len(X), size=6)].copy()
+    partial[rng.random(partial.shape) < 0.5] = MASK
+    ref = np.array([masked_marginal(X, q, x) for x in partial])
+    for params in _both_paths(hmm):
+        with np.errstate(divide="ignore"):
+            np.testing.assert_allclose(inference.log_likelihood(params, partial), np.log(ref), rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(hmm.in_support(partial), ref > 0)
+    live = partial[ref > 0]
+    if len(live) == 0:
+        return
+    for params in _both_paths(hmm):
+        post = inference.posterior_marginals(params, live)
+        for x, P in zip(live, post):
+            z = masked_marginal(X, q, x)
+            for i in range(L):
+                if x[i] == MASK:
+                    cond = []
+                    for v in range(hmm.n_symbols):
+                        y = x.copy()
+                        y[i] = v
+                        cond.append(masked_marginal(X, q, y) / z)
+                    np.testing.assert_allclose(P[i], cond, rtol=1e-9, atol=1e-12)
+                else:
+                    np.testing.assert_array_equal(P[i], np.eye(hmm.n_symbols)[x[i]])
+
+
+def test_posterior_rejects_zero_probability_context():
+    hmm = HMM([1.0, 0.0], [[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(ValueError, match="sequence 1 has probability 0"):
+        hmm.posterior_marginals([[0, MASK], [1, MASK]])
+
+
+@given(small_hmms(max_states=3, max_symbols=2), st.integers(0, 2**16))
+def test_sampling_matches_the_law(hmm, seed):
+    L = 3
+    X = all_sequences(hmm.n_symbols, L)
+    q = hmm_joint(hmm.startprob_, hmm.transmat_, hmm.emissionprob_, L)
+    n = 4000
+    smp = hmm.sample(n, L, seed=seed)
+    assert hmm.in_support(smp).all()
+    idx = (smp * hmm.n_symbols ** np.arange(L - 1, -1, -1)).sum(axis=1)
+    counts = np.bincount(idx, minlength=len(q))
+    # Every cell within 5 binomial standard deviations (plus one count of slack).
+    sd = np.sqrt(n * q * (1 - q))
+    assert np.all(np.abs(counts - n * q) <= 5 * sd + 1)
+
+
+def test_sampling_is_deterministic_and_chunk_independent():
+    rng = np.random.default_rng(3)
+    hmm = HMM(_random_stochastic(rng, 5, 0.2), _random_stochastic(rng, (5, 5), 0.2), _random_stochastic(rng, (5, 4), 0.2))
+    a = hmm.sample(50, 30, seed=11)
+    b = hmm.sample(50, 30, seed=11)
+    np.testing.assert_array_equal(a, b)
+    c = inference.sample(hmm._kernel_params, 50, 30, np.random.default_rng(11), chunk=7)
+    np.testing.assert_array_equal(a, c)
+    assert not np.array_equal(a, hmm.sample(50, 30, seed=12))
+
+
+@st.composite
+def small_ngrams(draw):
+    seed = draw(st.integers(0, 2**32 - 1))
+    n = draw(st.integers(2, 3))
+    V = draw(st.integers(1, 3))
+    zero = draw(st.sampled_from([0.0, 0.4]))
+    rng = np.random.default_rng(seed)
+    return NGram(n, _random_stochastic(rng, V ** (n - 1), zero), _random_stochastic(rng, (V ** (n - 1), V), zero))
+
+
+def _ngram_brute(ng: NGram, X: np.ndarray) -> np.ndarray:
+    """q(x) straight from the n-gram's definition (initial law times conditionals)."""
+    V, k = ng.n_symbols, ng.n - 1
+    L = X.shape[1]
+    out = np.empty(len(X))
+    for r, x in enumerate(X):
+        if L <= k:
+            marg = ng.initial_.reshape((V,) * k).sum(axis=tuple(range(L, k)))
+            out[r] = marg[tuple(x)]
+            continue
+        p = ng.initial_[int(np.ravel_multi_index(tuple(x[:k]), (V,) * k))]
+        for i in range(k, L):
+            ctx = int(np.ravel_multi_index(tuple(x[i - k:i]), (V,) * k))
+            p *= ng.transition_[ctx, x[i]]
+        out[r] = p
+    return out
+
+
+@given(small_ngrams(), st.integers(1, 5))
+def test_ngram_to_hmm_preserves_the_law(ng, L):
+    X = all_sequences(ng.n_symbols, L)
+    ref = _ngram_brute(ng, X)
+    assert ref.sum() == pytest.approx(1.0)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(ng.score(X), np.log(ref), rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(ng.in_support(X), ref > 0)
+    H = -(ref[ref > 0] * np.log(ref[ref > 0])).sum()
+    assert ng.sequence_entropy(L) == pytest.approx(H, rel=1e-10, abs=1e-12)
+
+
+def test_long_sequences_do_not_underflow():
+    """L = 4096: log q(x) is about -8000 nats (q(x) ~ 1e-3500), far below float64's range."""
+    rng = np.random.default_rng(0)
+    V = 8
+    ng = NGram(3, _random_stochastic(rng, V**2, 0.0), _random_stochastic(rng, (V**2, V), 0.0))
+    X = ng.sample(4, 4096, seed=1)
+    ref = np.array([np.log(ng.initial_[x[0] * V + x[1]]) + sum(np.log(ng.transition_[x[i - 2] * V + x[i - 1], x[i]]) for i in range(2, 4096)) for x in X])
+    assert np.all(ref < -3000)
+    np.testing.assert_allclose(ng.score(X), ref, rtol=1e-12)
+    assert ng.in_support(X).all()
+    Xm = X.copy()
+    Xm[:, 1::3] = MASK
+    post = ng.posterior_marginals(Xm)
+    assert np.all(np.isfinite(post))
+    np.testing.assert_allclose(post.sum(axis=2), 1.0, atol=1e-12)
+    hmm = HMM(_random_stochastic(rng, 32, 0.3), _random_stochastic(rng, (32, 32), 0.3), _random_stochastic(rng, (32, V), 0.3))
+    Y = hmm.sample(3, 4096, seed=2)
+    ll = hmm.score(Y)
+    assert np.all(np.isfinite(ll)) and np.all(ll < -1000)
+    Y[:, ::2] = MASK
+    assert np.all(np.isfinite(hmm.posterior_marginals(Y)))
+
+
+def test_support_large_state_space_without_byte_table():
+    """The multi-word reachability kernel (no byte table) agrees with the table kernel."""
+    rng = np.random.default_rng(5)
+    S, V = 130, 3
+    hmm = HMM(_random_stochastic(rng, S, 0.5), _random_stochastic(rng, (S, S), 0.97), _random_stochastic(rng, (S, V), 0.5))
+    X = rng.integers(0, V, size=(300, 12))
+    p = hmm._kernel_params
+    no_table = dataclasses.replace(p, succ_table=np.zeros((0, 256, p.start_bits.shape[0]), dtype=np.uint64))
+    np.testing.assert_array_equal(inference.support(p, X), inference.support(no_table, X))
+    np.testing.assert_array_equal(inference.support(p, X), np.isfinite(hmm.score(X)))

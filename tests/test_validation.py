@@ -1,0 +1,78 @@
+"""Every malformed language or sequence is rejected with a message naming the offending value."""
+
+import numpy as np
+import pytest
+
+from constructions import HMM, MASK, NGram
+
+GOOD_PI = [0.5, 0.5]
+GOOD_A = [[0.9, 0.1], [0.2, 0.8]]
+GOOD_B = [[0.7, 0.3], [0.1, 0.9]]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(transmat=[[0.9, 0.1], [0.2, 0.7]]), r"transmat row 1 sums to 0\.9, not 1"),
+        (dict(emissionprob=[[0.7, 0.3], [-0.1, 1.1]]), r"emissionprob\[1, 0\] is a negative probability \(-0\.1\)"),
+        (dict(startprob=[np.nan, 1.0]), r"startprob\[0\] is not finite"),
+        (dict(startprob=[0.5, 0.6]), r"startprob sums to 1\.1, not 1"),
+        (dict(transmat=[[1.0]]), r"transmat must have shape \(2, 2\)"),
+        (dict(emissionprob=[[1.0, 0.0]]), r"emissionprob must have 2 rows"),
+        (dict(startprob=[[0.5, 0.5]]), r"startprob must have 1 dimension"),
+        (dict(transmat=[[np.inf, 0.0], [0.5, 0.5]]), r"transmat\[0, 0\] is not finite"),
+    ],
+)
+def test_hmm_rejects_malformed_parameters(kwargs, message):
+    params = dict(startprob=GOOD_PI, transmat=GOOD_A, emissionprob=GOOD_B)
+    params.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        HMM(**params)
+
+
+def test_hmm_tolerance_is_respected():
+    HMM([0.5, 0.5 + 5e-7], GOOD_A, GOOD_B)  # within atol=1e-6
+    with pytest.raises(ValueError, match="sums to"):
+        HMM([0.5, 0.5 + 5e-7], GOOD_A, GOOD_B, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "X, message",
+    [
+        ([[0, 2]], r"sequence 0 position 1: token 2 is outside the vocabulary \(allowed 0\.\.1 or -1 \(mask\)\)"),
+        ([[0, 1], [-2, 0]], r"sequence 1 position 0: token -2 is outside the vocabulary"),
+        ([[0, 0.5]], r"sequence 0 position 1: token 0\.5 is not an integer"),
+        ([[[0]]], r"must have shape \(n, L\) or \(L,\)"),
+    ],
+)
+def test_tokens_outside_the_vocabulary_are_rejected(X, message):
+    hmm = HMM(GOOD_PI, GOOD_A, GOOD_B)
+    with pytest.raises(ValueError, match=message):
+        hmm.score(X)
+
+
+def test_mask_only_where_allowed():
+    hmm = HMM(GOOD_PI, GOOD_A, GOOD_B)
+    assert np.isfinite(hmm.score([[MASK, 1]])).all()
+    with pytest.raises(ValueError, match="allowed 0..1\\)"):
+        hmm.check_tokens([[MASK, 1]], allow_mask=False)
+
+
+def test_ngram_rejects_malformed_parameters():
+    with pytest.raises(ValueError, match=r"n must be >= 2, got 1"):
+        NGram(1, [1.0], [[1.0]])
+    with pytest.raises(ValueError, match=r"transition must have V\*\*\(n-1\) = 2\*\*2 = 4 rows"):
+        NGram(3, np.full(4, 0.25), [[0.5, 0.5], [0.5, 0.5]])
+    with pytest.raises(ValueError, match=r"initial must be the law of the first n-1 tokens"):
+        NGram(2, [0.2, 0.3, 0.5], [[0.5, 0.5], [0.5, 0.5]])
+    with pytest.raises(ValueError, match=r"transition row 1 sums to 0\.5"):
+        NGram(2, [0.5, 0.5], [[0.5, 0.5], [0.25, 0.25]])
+
+
+def test_sampling_arguments_are_checked():
+    hmm = HMM(GOOD_PI, GOOD_A, GOOD_B)
+    with pytest.raises(ValueError, match="length must be >= 1, got 0"):
+        hmm.sample(3, 0)
+    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+        hmm.sample(3, 4, seed=-1)
+    assert hmm.sample(0, 4).shape == (0, 4)
