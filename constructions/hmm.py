@@ -96,14 +96,17 @@ class HMM:
         X = self.check_tokens(X)
         return inference.support(self._kernel_params, X)
 
-    def posterior_marginals(self, X) -> np.ndarray:
+    def posterior_marginals(self, X, *, off_support: str = "raise") -> np.ndarray:
         """The oracle denoiser: q(x_i = v | x_U) for every position, shape (n, L, V).
 
-        Revealed positions get the one-hot vector of their token.  Raises
-        ``ValueError`` if some sequence has q(x_U) = 0 (no posterior exists).
+        Revealed positions get the one-hot vector of their token.  If some sequence
+        has q(x_U) = 0 no posterior exists: ``off_support="raise"`` (default) raises
+        ``ValueError``, ``"uniform"`` returns the uniform law at its masked positions.
         """
+        if off_support not in ("raise", "uniform"):
+            raise ValueError(f"off_support must be 'raise' or 'uniform', got {off_support!r}")
         X = self.check_tokens(X)
-        return inference.posterior_marginals(self._kernel_params, X)
+        return inference.posterior_marginals(self._kernel_params, X, off_support)
 
     def sample(self, n: int, length: int, seed=None) -> np.ndarray:
         """Draw ``n`` i.i.d. sequences of ``length`` tokens from q; int64 (n, length)."""

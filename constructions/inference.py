@@ -417,10 +417,10 @@ def _posterior_dense(pi, A, AT, B, BT, XT, out, failed):
         _emit_and_normalise(init, BT, ones, XT[0, b0:b1], alphas[0], ll, dead)
         for t in range(1, L):
             _emit_and_normalise(np.dot(alphas[t - 1], A), BT, ones, XT[t, b0:b1], alphas[t], ll, dead)
-        if dead.any():
-            for r in range(m):
-                failed[b0 + r] = dead[r]
-            continue
+        for r in range(m):
+            if dead[r]:  # q(x_U) = 0: flagged; the block's other sequences go on
+                failed[b0 + r] = True
+                alphas[:, r, :] = 1.0
         beta = np.ones((m, S))
         gamma = np.empty((m, S))
         tmp = np.empty((m, S))
@@ -431,7 +431,7 @@ def _posterior_dense(pi, A, AT, B, BT, XT, out, failed):
                     g = alphas[t, r, s] * beta[r, s]
                     gamma[r, s] = g
                     z += g
-                inv = 1.0 / z
+                inv = 1.0 / z if z > 0.0 else 0.0
                 for s in range(S):
                     gamma[r, s] *= inv
             marg = np.dot(gamma, B)
@@ -452,13 +452,18 @@ def _posterior_dense(pi, A, AT, B, BT, XT, out, failed):
                     for s in range(S):
                         if beta[r, s] > mx:
                             mx = beta[r, s]
-                    inv = 1.0 / mx
+                    inv = 1.0 / mx if mx > 0.0 else 1.0
                     for s in range(S):
-                        beta[r, s] *= inv
+                        beta[r, s] = beta[r, s] * inv if mx > 0.0 else 1.0
 
 
-def posterior_marginals(p: KernelParams, X: np.ndarray) -> np.ndarray:
-    """The oracle denoiser q(x_i = v | x_U): float64 (n, L, V); one-hot at revealed positions."""
+def posterior_marginals(p: KernelParams, X: np.ndarray, off_support: str = "raise") -> np.ndarray:
+    """The oracle denoiser q(x_i = v | x_U): float64 (n, L, V); one-hot at revealed positions.
+
+    Where q(x_U) = 0 the posterior is undefined: ``off_support="raise"`` raises a
+    ``ValueError``; ``"uniform"`` returns the uniform law at the masked positions
+    (the convention of the oracle sampler once a sample has left the support).
+    """
     n, L = X.shape
     V = p.B.shape[1]
     out = np.empty((n, L, V))
@@ -470,10 +475,14 @@ def posterior_marginals(p: KernelParams, X: np.ndarray) -> np.ndarray:
     else:
         _posterior_dense(p.pi, p.A, p.AT, p.B, p.BT, np.ascontiguousarray(X.T), out, failed)
     if failed.any():
-        i = int(np.flatnonzero(failed)[0])
-        raise ValueError(
-            f"sequence {i} has probability 0 under the language (q(x_U) = 0), so its posterior is undefined"
-        )
+        if off_support != "uniform":
+            i = int(np.flatnonzero(failed)[0])
+            raise ValueError(
+                f"sequence {i} has probability 0 under the language (q(x_U) = 0), so its posterior is undefined"
+            )
+        rows = np.flatnonzero(failed)
+        Xf = X[rows]
+        out[rows] = np.where((Xf < 0)[:, :, None], 1.0 / V, np.eye(V)[np.maximum(Xf, 0)])
     return out
 
 

@@ -105,8 +105,8 @@ class NGram:
     def in_support(self, X) -> np.ndarray:
         return self._hmm.in_support(X)
 
-    def posterior_marginals(self, X) -> np.ndarray:
-        return self._hmm.posterior_marginals(X)
+    def posterior_marginals(self, X, *, off_support: str = "raise") -> np.ndarray:
+        return self._hmm.posterior_marginals(X, off_support=off_support)
 
     def sample(self, n: int, length: int, seed=None) -> np.ndarray:
         return self._hmm.sample(n, length, seed)

@@ -46,8 +46,10 @@ def probability_array(name: str, value, ndim: int, *, atol: float = DEFAULT_ATOL
         total = float(np.atleast_1d(sums)[idx] if idx else sums)
         where = f"{name} row {idx[0] if len(idx) == 1 else idx}" if idx else name
         raise ValueError(f"{where} sums to {total:.10g}, not 1 (tolerance atol={atol:g})")
-    # Renormalise within the tolerance so downstream sums are exact to rounding.
-    arr = arr / arr.sum(axis=-1, keepdims=True)
+    # Renormalise rows that are off by more than rounding, so the law is exact; rows already
+    # normalised to rounding are kept bit for bit (a save/load round trip is then exact).
+    if np.any(np.abs(sums - 1.0) > 1e-12):
+        arr = arr / arr.sum(axis=-1, keepdims=True)
     arr.setflags(write=False)
     return arr
 

@@ -1,0 +1,89 @@
+"""Closed forms for the interval counterexample (Theorem 4.4, Example C.7; THEORY §5).
+
+Two positions of one interval revealed in the same step draw their shared bit
+independently; under the oracle each end is a fair bit, so they disagree with
+probability 1/2, independently over pairs.  Positions revealed at different steps
+agree (the later one is conditioned on the earlier).  Hence, exactly,
+
+    SER_oracle = 1 - rho^(L/l),   rho = E[2^(-#pairs of an interval revealed in the same step)].
+
+With n_j positions of the interval revealed at step j, #pairs = sum_j C(n_j, 2), and
+the n_j are multinomial(l; pi), so rho = l! sum over compositions prod_j pi_j^n_j 2^(-C(n_j,2)) / n_j!,
+a DP over steps in O(N l^2).
+
+A reverse model with learning error eps (for every x_U) draws each end of a colliding
+pair from bit marginals u_a, u_b with KL(Bern(1/2) || Bern(u)) = -1/2 log(4u(1-u)) <= eps,
+i.e. u in [u_min, 1 - u_min] with 4 u_min (1 - u_min) = e^(-2 eps).  The mismatch
+probability u_a + u_b - 2 u_a u_b is bilinear, so its minimum is at a corner:
+u_a = u_b = u_min, giving p_e(eps) = 2 u_min (1 - u_min) = e^(-2 eps) / 2.  Every interval
+with at least one same-step pair then fails with probability >= p_e, given the past, so
+
+    SER >= 1 - (1 - p_e(eps) (1 - P_distinct(l; pi)))^(L/l)    for every schedule.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .schedules import p_distinct, validate_pi
+from .validation import positive_int
+
+
+def _check(l: int, L: int) -> tuple[int, int]:
+    l = positive_int("interval length l", l, minimum=2)
+    L = positive_int("L", L)
+    if L % l:
+        raise ValueError(f"sequence length L={L} is not a multiple of the interval length l={l}")
+    return l, L
+
+
+def log_rho(l: int, pi) -> float:
+    """log rho(l, pi) = log E[2^(-same-step pairs)] for one interval (log-space DP over steps)."""
+    l = positive_int("interval length l", l, minimum=2)
+    pi = validate_pi(pi)
+    n = np.arange(l + 1)
+    log_w = -(n * (n - 1) / 2) * math.log(2) - np.array([math.lgamma(k + 1) for k in n])
+    g = np.full(l + 1, -np.inf)
+    g[0] = 0.0
+    for p in pi[pi > 0]:
+        lp = math.log(p)
+        terms = g[None, :] + (n[:, None] * lp + log_w[:, None])  # terms[k, m] = g[m] + k lp + log_w[k]
+        new = np.full(l + 1, -np.inf)
+        for k in range(l + 1):
+            new[k:] = np.logaddexp(new[k:], terms[k, : l + 1 - k])
+        g = new
+    return float(math.lgamma(l + 1) + g[l])
+
+
+def rho(l: int, pi) -> float:
+    return math.exp(log_rho(l, pi))
+
+
+def oracle_ser(l: int, L: int, pi) -> float:
+    """Exact SER of the oracle sampler on the interval HMM: 1 - rho^(L/l)."""
+    l, L = _check(l, L)
+    return float(-math.expm1((L // l) * log_rho(l, pi)))
+
+
+def mismatch_probability(eps: float) -> float:
+    """p_e(eps) = e^(-2 eps) / 2: least mismatch probability of a colliding pair under learning error eps."""
+    if not eps >= 0 or not math.isfinite(eps):
+        raise ValueError(f"learning error eps must be a finite number >= 0, got {eps!r}")
+    return 0.5 * math.exp(-2.0 * eps)
+
+
+def mismatch_probability_pinsker(eps: float) -> float:
+    """The cruder Pinsker version: |u - 1/2| <= sqrt(eps / 2), so p_e >= 2 u (1 - u) >= 1/2 - eps."""
+    if not eps >= 0 or not math.isfinite(eps):
+        raise ValueError(f"learning error eps must be a finite number >= 0, got {eps!r}")
+    d = min(0.5, math.sqrt(eps / 2.0))
+    return 2.0 * (0.5 - d) * (0.5 + d)
+
+
+def ser_lower_bound(l: int, L: int, pi, eps: float) -> float:
+    """Theorem 4.4 (explicit): SER >= 1 - (1 - p_e(eps) (1 - P_distinct(l; pi)))^(L/l), any schedule."""
+    l, L = _check(l, L)
+    fail = mismatch_probability(eps) * (1.0 - p_distinct(pi, l))
+    return float(-math.expm1((L // l) * math.log1p(-fail)))
