@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from .schedules import p_distinct, validate_pi
+from .schedules import log_convolve, p_distinct, validate_pi
 from .validation import positive_int
 
 
@@ -47,13 +47,21 @@ def log_rho(l: int, pi) -> float:
     log_w = -(n * (n - 1) / 2) * math.log(2) - np.array([math.lgamma(k + 1) for k in n])
     g = np.full(l + 1, -np.inf)
     g[0] = 0.0
-    for p in pi[pi > 0]:
-        lp = math.log(p)
-        terms = g[None, :] + (n[:, None] * lp + log_w[:, None])  # terms[k, m] = g[m] + k lp + log_w[k]
-        new = np.full(l + 1, -np.inf)
-        for k in range(l + 1):
-            new[k:] = np.logaddexp(new[k:], terms[k, : l + 1 - k])
-        g = new
+    values, counts = np.unique(pi[pi > 0], return_counts=True)
+    for p, m in zip(values, counts):
+        # one step with reveal probability p contributes sum_k p^k 2^(-C(k,2)) / k! x^k; m equal
+        # steps contribute its m-th power, by repeated squaring (truncated at degree l)
+        base = n * math.log(p) + log_w
+        power = np.full(l + 1, -np.inf)
+        power[0] = 0.0
+        m = int(m)
+        while m:
+            if m & 1:
+                power = log_convolve(power, base, l)
+            m >>= 1
+            if m:
+                base = log_convolve(base, base, l)
+        g = log_convolve(g, power, l)
     return float(math.lgamma(l + 1) + g[l])
 
 

@@ -206,7 +206,32 @@ def log_p_distinct(pi, L: int) -> float:
     L = positive_int("L", L)
     if np.count_nonzero(pi) < L:
         return -math.inf
+    values, counts = np.unique(pi[pi > 0], return_counts=True)
+    if len(values) <= 16:
+        # prod_j (1 + pi_j x) grouped by value: (1 + p x)^m = sum_k C(m, k) p^k x^k, convolved in log space
+        log_e = np.full(L + 1, -np.inf)
+        log_e[0] = 0.0
+        for p, m in zip(values, counts):
+            k = np.arange(min(int(m), L) + 1)
+            group = _log_binom(int(m), k) + k * math.log(p)
+            log_e = log_convolve(log_e, group, L)
+        return float(math.lgamma(L + 1) + log_e[L])
     return float(math.lgamma(L + 1) + _log_elementary_symmetric(np.log(pi[pi > 0]), L))
+
+
+def _log_binom(m: int, k: np.ndarray) -> np.ndarray:
+    return np.array([math.lgamma(m + 1) - math.lgamma(int(i) + 1) - math.lgamma(m - int(i) + 1) for i in k])
+
+
+def log_convolve(a: np.ndarray, b: np.ndarray, degree: int) -> np.ndarray:
+    """log of the coefficients of (sum_k e^a_k x^k)(sum_k e^b_k x^k), truncated at ``degree``."""
+    out = np.full(degree + 1, -np.inf)
+    for k, bk in enumerate(b[: degree + 1]):
+        if bk == -np.inf:
+            continue
+        seg = a[: degree + 1 - k] + bk
+        out[k:] = np.logaddexp(out[k:], seg)
+    return out
 
 
 @nb.njit(cache=True)

@@ -1,0 +1,1 @@
+"""Theorem statements with explicit constants, separator and dependency counts, bound checks and curves."""

@@ -1,0 +1,28 @@
+"""``mdmt dependencies``: the exact expected number of dependencies E[sum_j D_j] (C4)."""
+
+from bounds.dependencies import expected_dependencies_per_step
+
+from ._common import add_schedule_arguments, format_table, print_json, schedule_pi
+
+HELP = "exact E[D_j] and E[sum_j D_j] for an n-gram, a length and a schedule"
+
+
+def add_arguments(p):
+    p.add_argument("--n", type=int, required=True, help="n-gram order (separators are runs of >= n-1 revealed tokens)")
+    p.add_argument("--length", "-L", type=int, required=True)
+    p.add_argument("--steps", "-N", type=int, required=True)
+    add_schedule_arguments(p)
+    p.add_argument("--json", action="store_true")
+
+
+def run(args) -> int:
+    pi = schedule_pi(args, args.steps)
+    per_step = expected_dependencies_per_step(args.n, args.length, pi)
+    out = {"n": args.n, "length": args.length, "steps": args.steps, "schedule": args.schedule,
+           "expected_dependencies": float(per_step.sum()), "per_step": per_step}
+    if args.json:
+        print_json(out)
+    else:
+        print(format_table(["step j", "pi_j", "E[D_j]"], [[j + 1, pi[j], per_step[j]] for j in range(len(pi))]))
+        print(f"E[sum_j D_j] = {out['expected_dependencies']:.6g}")
+    return 0
