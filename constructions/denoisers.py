@@ -1,6 +1,7 @@
 """Denoisers with controlled learning error (Assumption 4.1; THEORY §2).
 
-Each is built from a language's oracle denoiser q(x_i | x_U) and follows the
+Each is built from a language's oracle denoiser q(x_i | x_U) (uniform where q(x_U) = 0,
+as in the sampler) and follows the
 denoiser protocol: ``denoiser(X (B, L) with MASK) -> (B, L, V)``.  Their exact
 per-token learning error KL(q(.|x_U) || p(.|x_U)) is measured by
 ``constructions.exact.learning_error`` (small L) — the ``max`` is the
@@ -24,7 +25,7 @@ class TemperedOracle:
         self.language, self.beta = language, float(beta)
 
     def __call__(self, X):
-        q = self.language.posterior_marginals(X)
+        q = self.language.posterior_marginals(X, off_support="uniform")
         with np.errstate(divide="ignore"):
             p = np.where(q > 0, np.exp(self.beta * np.log(np.where(q > 0, q, 1.0))), 0.0)
         return p / p.sum(axis=-1, keepdims=True)
@@ -39,7 +40,7 @@ class UniformMixture:
         self.language, self.lam = language, float(lam)
 
     def __call__(self, X):
-        q = self.language.posterior_marginals(X)
+        q = self.language.posterior_marginals(X, off_support="uniform")
         return (1 - self.lam) * q + self.lam / q.shape[-1]
 
 
@@ -58,7 +59,7 @@ class BitBiasedInterval:
 
     def __call__(self, X):
         X = self.language.check_tokens(X)
-        q = self.language.posterior_marginals(X)
+        q = self.language.posterior_marginals(X, off_support="uniform")
         n, L, V = q.shape
         l = self.l
         if L % l:

@@ -170,7 +170,7 @@ def validate_pi(pi, atol: float = 1e-9) -> np.ndarray:
         raise ValueError(f"reveal probabilities pi must be a non-empty vector, got shape {pi.shape}")
     bad = np.flatnonzero(~np.isfinite(pi) | (pi < 0))
     if bad.size:
-        raise ValueError(f"reveal probability pi[{bad[0] + 1}] = {pi[bad[0]]!r} is not a probability (step {bad[0] + 1})")
+        raise ValueError(f"reveal probability pi[{bad[0] + 1}] = {float(pi[bad[0]])!r} is not a probability (step {bad[0] + 1})")
     if abs(pi.sum() - 1) > atol:
         raise ValueError(f"reveal probabilities sum to {pi.sum():.10g}, not 1")
     return pi / pi.sum()
