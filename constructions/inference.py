@@ -120,7 +120,8 @@ def _cdf(P: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- forward
-_BLOCK = 32  # sequences advanced together by one BLAS matrix product in the dense kernels
+_BLOCK = 128  # sequences advanced together by one BLAS matrix product in the forward kernel
+_POST_BLOCK = 32  # the same for forward-backward (which stores L forward vectors per sequence)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -403,10 +404,10 @@ def _posterior_dense(pi, A, AT, B, BT, XT, out, failed):
     L, n = XT.shape
     S, V = B.shape
     ones = np.ones(S)
-    n_blocks = (n + _BLOCK - 1) // _BLOCK
+    n_blocks = (n + _POST_BLOCK - 1) // _POST_BLOCK
     for blk in nb.prange(n_blocks):
-        b0 = blk * _BLOCK
-        b1 = min(n, b0 + _BLOCK)
+        b0 = blk * _POST_BLOCK
+        b1 = min(n, b0 + _POST_BLOCK)
         m = b1 - b0
         alphas = np.empty((L, m, S))
         ll = np.zeros(m)
