@@ -1,19 +1,31 @@
-"""Saving and loading languages: versioned JSON, ``.npz``, and hmmlearn's ``CategoricalHMM``.
+"""Saving and loading languages (THEORY §1): versioned JSON, ``.npz``, and hmmlearn's ``CategoricalHMM``.
 
 JSON form (human-readable; every command that takes a language accepts it)::
 
     {"format": "mdmt-language", "version": 1, "kind": "hmm",
-     "initial": [...], "transition": [[...]], "emission": [[...]]}
+     "initial": [...], "transition": [[...]], "emission": [[...]],
+     "name": "...", "metadata": {...}}
 
-Only ``kind`` and the arrays are required.  n-grams use ``"kind": "ngram"`` with
-``"n"``, ``"initial"`` (law of the first n-1 tokens, flattened big-endian) and
-``"transition"``.  Floats are written with ``repr`` precision, so a JSON round
+An HMM q = (pi, A, B) stores pi as ``initial``, A as ``transition`` and B as
+``emission``.  An n-gram uses ``"kind": "ngram"`` with ``"n"``, ``"initial"`` (the
+law of the first n-1 tokens, flattened big-endian, or nested n-1 deep) and
+``"transition"`` (V^(n-1) rows).  Only ``kind`` and the arrays (and ``n``) are
+required; ``format``, ``version``, ``name`` and ``metadata`` are optional, other
+keys are ignored.  Floats are written with ``repr`` precision, so a JSON round
 trip is exact.
+
+The ``.npz`` form holds the same arrays under the same names plus a ``meta``
+entry (a JSON string with the scalar keys); it is chosen by the ``.npz``
+extension, every other extension means JSON.
+
+Every malformed file raises ``ValueError`` naming the file and the missing or
+invalid key (and, for arrays, the offending row or entry).
 """
 
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -24,10 +36,15 @@ from .ngram import NGram
 FORMAT = "mdmt-language"
 VERSION = 1
 
+_HMM_KEYS = {"initial": "startprob", "transition": "transmat", "emission": "emissionprob"}
+# The language classes name their arrays after hmmlearn; errors are reported with the file's key.
 
-def language_to_dict(language) -> dict:
+
+def language_to_dict(language, *, name: str | None = None, metadata: dict | None = None) -> dict:
+    """The JSON-ready document of an ``HMM`` or ``NGram`` (optional ``name`` and ``metadata``)."""
     if isinstance(language, NGram):
-        body = {"kind": "ngram", "n": language.n, "initial": language.initial_.tolist(), "transition": language.transition_.tolist()}
+        body = {"kind": "ngram", "n": language.n, "initial": language.initial_.tolist(),
+                "transition": language.transition_.tolist()}
     elif isinstance(language, HMM):
         body = {
             "kind": "hmm",
@@ -37,7 +54,16 @@ def language_to_dict(language) -> dict:
         }
     else:
         raise ValueError(f"cannot save a {type(language).__name__}: expected an HMM or an NGram")
-    return {"format": FORMAT, "version": VERSION, **body}
+    d = {"format": FORMAT, "version": VERSION, **body}
+    if name is not None:
+        if not isinstance(name, str):
+            raise ValueError(f"name must be a string, got {name!r}")
+        d["name"] = name
+    if metadata is not None:
+        if not isinstance(metadata, dict):
+            raise ValueError(f"metadata must be a dict, got {type(metadata).__name__}")
+        d["metadata"] = metadata
+    return d
 
 
 def _require(d: dict, key: str, where: str):
@@ -46,61 +72,103 @@ def _require(d: dict, key: str, where: str):
     return d[key]
 
 
+def _array(d: dict, key: str, where: str):
+    value = _require(d, key, where)
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        raise ValueError(f"{where}: invalid key {key!r}: expected an array of numbers, got {type(value).__name__}")
+    return value
+
+
+def _key_of(message: str, kind: str) -> str:
+    """The file key an error of the HMM/NGram constructors is about."""
+    head = message.split(" ", 1)[0].split("[", 1)[0]
+    for key, attr in _HMM_KEYS.items():
+        if head in (key, attr):
+            return key
+    return "n" if head == "n" and kind == "ngram" else ""
+
+
 def language_from_dict(d: dict, where: str = "language"):
+    """An ``HMM`` or ``NGram`` from a document of the documented form (see the module docstring)."""
     if not isinstance(d, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}")
+    if "format" in d and d["format"] != FORMAT:
+        raise ValueError(f"{where}: invalid key 'format': {d['format']!r} (expected {FORMAT!r})")
     version = d.get("version", VERSION)
-    if version != VERSION:
-        raise ValueError(f"{where}: unsupported version {version!r} (this mdmt reads version {VERSION})")
+    if isinstance(version, bool) or version != VERSION:
+        raise ValueError(f"{where}: invalid key 'version': unsupported version {version!r} (this mdmt reads version {VERSION})")
     kind = _require(d, "kind", where)
-    if kind == "hmm":
-        return HMM(_require(d, "initial", where), _require(d, "transition", where), _require(d, "emission", where))
-    if kind == "ngram":
-        return NGram(_require(d, "n", where), _require(d, "initial", where), _require(d, "transition", where))
-    raise ValueError(f"{where}: unknown kind {kind!r} (expected 'hmm' or 'ngram')")
+    try:
+        if kind == "hmm":
+            return HMM(_array(d, "initial", where), _array(d, "transition", where), _array(d, "emission", where))
+        if kind == "ngram":
+            n = _require(d, "n", where)
+            return NGram(n, _array(d, "initial", where), _array(d, "transition", where))
+    except ValueError as exc:
+        msg = str(exc)
+        if msg.startswith(where):
+            raise
+        key = _key_of(msg, kind)
+        label = f"invalid key {key!r}: " if key else ""
+        raise ValueError(f"{where}: {label}{msg}") from None
+    raise ValueError(f"{where}: invalid key 'kind': unknown kind {kind!r} (expected 'hmm' or 'ngram')")
 
 
-def save_language(language, path) -> Path:
-    """Write ``language`` to ``path``: ``.npz`` for NumPy's format, anything else JSON."""
+def save_language(language, path, *, name: str | None = None, metadata: dict | None = None) -> Path:
+    """Write ``language`` to ``path``: NumPy's ``.npz`` for that extension, JSON for any other.
+
+    ``name`` and ``metadata`` (a JSON-serialisable dict) are stored alongside.
+    """
     path = Path(path)
-    d = language_to_dict(language)
+    d = language_to_dict(language, name=name, metadata=metadata)
     if path.suffix == ".npz":
-        arrays = {k: np.asarray(v) for k, v in d.items() if isinstance(v, list)}
-        meta = {k: v for k, v in d.items() if not isinstance(v, list)}
-        np.savez(path, meta=np.array(json.dumps(meta)), **arrays)
+        arrays = {k: np.asarray(v, dtype=np.float64) for k, v in d.items() if k in ("initial", "transition", "emission")}
+        meta = {k: v for k, v in d.items() if k not in arrays}
+        with open(path, "wb") as fh:
+            np.savez(fh, meta=np.array(json.dumps(meta, allow_nan=False)), **arrays)
     else:
-        path.write_text(json.dumps(d, indent=1) + "\n")
+        path.write_text(json.dumps(d, indent=1, allow_nan=False) + "\n")
     return path
 
 
-def load_language(path):
-    """Read a language written by :func:`save_language` (or any JSON of the documented form)."""
+def read_document(path) -> dict:
+    """The raw document of a language file (JSON object, or the arrays and metadata of an ``.npz``)."""
     path = Path(path)
     if path.suffix == ".npz":
         try:
             with np.load(path, allow_pickle=False) as z:
-                d = json.loads(str(z["meta"])) if "meta" in z.files else {}
+                d = {}
+                if "meta" in z.files:
+                    d = json.loads(str(z["meta"]))
+                    if not isinstance(d, dict):
+                        raise ValueError("its 'meta' entry is not a JSON object")
                 d.update({k: z[k] for k in z.files if k != "meta"})
-        except (OSError, ValueError) as exc:
-            if isinstance(exc, FileNotFoundError):
-                raise
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
             raise ValueError(f"{path}: not a readable .npz language file ({exc})") from None
-        if "n" in d:
-            d["n"] = int(np.asarray(d["n"]))
-        return language_from_dict(d, str(path))
+        if "n" in d and isinstance(d["n"], np.ndarray) and d["n"].ndim == 0:
+            d["n"] = d["n"].item()
+        return d
     try:
-        d = json.loads(path.read_text())
+        return json.loads(path.read_text())
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a text (JSON) file ({exc})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: invalid JSON ({exc})") from None
-    return language_from_dict(d, str(path))
+
+
+def load_language(path):
+    """Read a language written by :func:`save_language` (or any file of the documented form)."""
+    return language_from_dict(read_document(path), str(path))
 
 
 def to_hmmlearn(language):
-    """An equivalent ``hmmlearn.hmm.CategoricalHMM`` (n-grams are converted through their HMM form)."""
+    """An equivalent ``hmmlearn.hmm.CategoricalHMM`` (an n-gram is converted through its HMM form)."""
     try:
         from hmmlearn.hmm import CategoricalHMM
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("hmmlearn is not installed: pip install 'mdmt[peer]'") from exc
+    except ImportError as exc:
+        raise ImportError("to_hmmlearn needs hmmlearn >= 0.3 (CategoricalHMM): pip install 'mdmt[peer]'") from exc
     from .ngram import as_hmm
 
     h = as_hmm(language)

@@ -1,23 +1,54 @@
-"""Random n-gram and HMM languages with temperature and threshold (the paper's Algorithms 1 and 2, Table 1).
+"""Random n-gram and HMM languages with a temperature and a threshold (the paper's Algorithms 1 and 2, Table 1).
 
-The paper's algorithm bodies were lost in extraction; mdmt fixes this parametrization:
+The paper draws the parameters of its formal languages at random with a *temperature*
+(higher = more random) and a *threshold* (probabilities below it are pruned, so that the
+support is a strict subset and SER is not trivial); the bodies of its Algorithms 1 and 2
+were lost in extraction.  mdmt fixes the following parametrization (THEORY §1).
 
-* every probability vector (a row of a transition, emission or initial law) is
-  ``softmax(KAPPA * z / temperature)`` with z i.i.d. standard normal and ``KAPPA = 4``:
-  a higher temperature flattens the logits, so the language is more random;
-* then every entry below ``threshold`` is set to 0 and the row renormalised.  If
-  that would empty a row, its largest entry is kept (so no row is ever empty).
+Every probability vector (a row of a transition matrix, of an emission matrix, or an
+initial law) of length m is drawn as
 
-With ``KAPPA = 4`` the Table 1 presets really prune: about a quarter of the
-n-gram transition entries and a tenth of the HMM transition entries are 0
-(``pruned_fraction`` reports the exact figures; ``mdmt language --list`` prints
-them).  The ``-ter`` presets use threshold 0, as the paper does for TER, so that
-generative perplexity stays finite.
+    p_k ∝ U_k^(KAPPA / temperature),   U_1..U_m i.i.d. uniform on (0, 1],   KAPPA = 8,
+
+that is ``softmax(KAPPA * log(U) / temperature)``: tempered softmax of logits whose lower
+tail is exponential.  The family is exponential in β = KAPPA / temperature with
+sufficient statistic log U, so for fixed U the entropy of every row increases with the
+temperature (dH/dβ = -β·Var(log U) <= 0): temperature -> ∞ gives the uniform law,
+temperature -> 0 the point mass on the largest U.
+
+Pruning: every entry strictly below ``threshold`` is set to 0 and the row renormalised.
+If that would empty the row (every entry below the threshold), the row's largest entry is
+kept, so it becomes a point mass: no row is ever empty.  After renormalisation every
+non-zero entry is >= ``threshold``.
+
+Initial laws.  An HMM's initial state law is drawn with the same recipe (length S, same
+threshold).  An n-gram's initial law is the law of the first n-1 tokens, a vector of
+V^(n-1) entries drawn with the same recipe; its threshold is scaled to
+``threshold / V^(n-2)`` so that it sits at the same fraction of the uniform value
+1/V^(n-1) as ``threshold`` does of 1/V for a transition row.  The order of draws from the
+generator is: n-gram transition then initial; HMM transition, emission, then initial.
+
+Why KAPPA = 8.  With this constant the Table 1 presets prune between 5 % and 40 % of the
+entries of *every* array (transition, emission and initial; ``pruned_fraction`` reports the
+exact figures, ``mdmt language --list`` prints them).  A Gaussian-logit recipe
+``softmax(c·z/temperature)`` cannot do that with one constant: the HMM's 8-entry emission
+rows at temperature 3.2 and threshold 0.003 are hardly ever pruned unless the n-gram rows
+are pruned by more than 40 %.
+
+The HMM preset's support.  Pruning makes the n-gram supports strict subsets of V^L (a
+uniformly random sequence of length 16 is almost never in them).  For the 32-state ``hmm``
+preset it does not: from any set of reachable hidden states, some successor emits every
+token, so every sequence of V^L keeps positive probability (checked exactly, by a subset
+construction over the reachable sets of hidden states, for seeds 0-9).  SER is trivial there;
+the preset serves TER and timing.
+
+The ``-ter`` presets use threshold 0, as the paper does for TER, so that generative
+perplexity stays finite.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -25,40 +56,55 @@ from .hmm import HMM
 from .ngram import NGram
 from .validation import as_rng, positive_int
 
-KAPPA = 4.0
+KAPPA = 8.0
+"""Constant of the tempered recipe: a row is ``softmax(KAPPA * log(U) / temperature)``."""
+
+
+def _check_temperature_threshold(temperature, threshold) -> tuple[float, float]:
+    try:
+        t = float(temperature)
+    except (TypeError, ValueError):
+        raise ValueError(f"temperature must be a positive number, got {temperature!r}") from None
+    if not np.isfinite(t) or t <= 0:
+        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    try:
+        th = float(threshold)
+    except (TypeError, ValueError):
+        raise ValueError(f"threshold must be in [0, 1), got {threshold!r}") from None
+    if not np.isfinite(th) or not 0 <= th < 1:
+        raise ValueError(f"threshold must be in [0, 1), got {threshold!r}")
+    return t, th
 
 
 def random_rows(rng: np.random.Generator, rows: int, size: int, temperature: float, threshold: float) -> np.ndarray:
-    """``rows`` probability vectors of length ``size``: tempered softmax of Gaussian logits, pruned at ``threshold``."""
-    if not np.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
-    if not np.isfinite(threshold) or not 0 <= threshold < 1:
-        raise ValueError(f"threshold must be in [0, 1), got {threshold!r}")
-    z = rng.standard_normal((rows, size)) * (KAPPA / temperature)
+    """``rows`` probability vectors of length ``size`` drawn by the tempered recipe, pruned at ``threshold``."""
+    temperature, threshold = _check_temperature_threshold(temperature, threshold)
+    u = 1.0 - rng.random((rows, size))  # uniform on (0, 1]: log is finite
+    z = np.log(u) * (KAPPA / temperature)
     p = np.exp(z - z.max(axis=1, keepdims=True))
     p /= p.sum(axis=1, keepdims=True)
     keep = p >= threshold
-    keep[np.arange(rows), p.argmax(axis=1)] = True  # never an empty row
+    keep[np.arange(rows), p.argmax(axis=1)] = True  # a row whose entries all fall below stays a point mass
     p = np.where(keep, p, 0.0)
     return p / p.sum(axis=1, keepdims=True)
 
 
 def random_ngram(n: int, vocab_size: int, temperature: float, threshold: float, seed=None) -> NGram:
-    """Algorithm 1: an n-gram over ``vocab_size`` tokens; the law of the first n-1 tokens is drawn the same way."""
+    """Algorithm 1: a random n-gram over ``vocab_size`` tokens (see the module docstring for the recipe)."""
     n = positive_int("n", n, minimum=2)
     V = positive_int("vocab_size", vocab_size)
+    temperature, threshold = _check_temperature_threshold(temperature, threshold)
     rng = as_rng(seed)
     transition = random_rows(rng, V ** (n - 1), V, temperature, threshold)
-    # The initial law has V**(n-1) entries: its threshold is scaled so that it sits at the same
-    # fraction of the uniform value 1/V**(n-1) as `threshold` does of 1/V for a transition row.
     initial = random_rows(rng, 1, V ** (n - 1), temperature, threshold / V ** (n - 2))[0]
     return NGram(n, initial, transition)
 
 
 def random_hmm(n_states: int, vocab_size: int, temperature: float, threshold: float, seed=None) -> HMM:
-    """Algorithm 2: an HMM with ``n_states`` hidden states over ``vocab_size`` tokens."""
+    """Algorithm 2: a random HMM with ``n_states`` hidden states over ``vocab_size`` tokens."""
     S = positive_int("n_states", n_states)
     V = positive_int("vocab_size", vocab_size)
+    temperature, threshold = _check_temperature_threshold(temperature, threshold)
     rng = as_rng(seed)
     transmat = random_rows(rng, S, S, temperature, threshold)
     emission = random_rows(rng, S, V, temperature, threshold)
@@ -68,20 +114,24 @@ def random_hmm(n_states: int, vocab_size: int, temperature: float, threshold: fl
 
 @dataclass(frozen=True)
 class Preset:
-    """Parameters of one Table 1 language."""
+    """Parameters of one Table 1 language (``n`` for n-grams, ``n_states`` for HMMs; 0 when unused)."""
 
     name: str
     kind: str  # "ngram" or "hmm"
     vocab_size: int
     temperature: float
     threshold: float
-    n: int = 0  # n-gram order
-    n_states: int = 0  # HMM hidden states
+    n: int = 0
+    n_states: int = 0
 
     def build(self, seed=0):
+        """The language drawn with ``seed``."""
         if self.kind == "ngram":
             return random_ngram(self.n, self.vocab_size, self.temperature, self.threshold, seed)
         return random_hmm(self.n_states, self.vocab_size, self.temperature, self.threshold, seed)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
 
 
 def _table1() -> dict[str, Preset]:
@@ -92,25 +142,32 @@ def _table1() -> dict[str, Preset]:
         Preset("hmm", "hmm", 8, 3.2, 0.003, n_states=32),
     ]
     out = {p.name: p for p in base}
-    for p in base:
+    for p in base:  # threshold 0 for TER: generative perplexity stays finite
         out[p.name + "-ter"] = Preset(p.name + "-ter", p.kind, p.vocab_size, p.temperature, 0.0, p.n, p.n_states)
     return out
 
 
 PRESETS: dict[str, Preset] = _table1()
+"""The Table 1 languages by name: ``2gram``, ``3gram``, ``4gram``, ``hmm`` and their ``-ter`` variants."""
 
 
 def preset(name: str, seed=0):
-    """The Table 1 language ``name`` (see ``PRESETS``) drawn with ``seed``."""
-    if name not in PRESETS:
+    """The Table 1 language ``name`` (a key of ``PRESETS``) drawn with ``seed``."""
+    if not isinstance(name, str) or name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
     return PRESETS[name].build(seed)
 
 
 def pruned_fraction(language) -> dict[str, float]:
-    """Fraction of exactly-zero entries in each parameter array of a language."""
+    """Fraction of entries that are exactly 0 in each parameter array of a language.
+
+    Keys follow the file format (:mod:`constructions.io`): ``initial`` and ``transition``
+    for an n-gram; ``initial``, ``transition`` and ``emission`` for an HMM.
+    """
     if isinstance(language, NGram):
         arrays = {"initial": language.initial_, "transition": language.transition_}
+    elif isinstance(language, HMM):
+        arrays = {"initial": language.startprob_, "transition": language.transmat_, "emission": language.emissionprob_}
     else:
-        arrays = {"startprob": language.startprob_, "transmat": language.transmat_, "emissionprob": language.emissionprob_}
+        raise ValueError(f"expected an HMM or an NGram, got {type(language).__name__}")
     return {k: float(np.mean(v == 0)) for k, v in arrays.items()}

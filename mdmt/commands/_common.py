@@ -16,7 +16,14 @@ def load_language(spec: str):
 
     if spec.startswith("preset:"):
         parts = spec.split(":")
-        seed = int(parts[2]) if len(parts) > 2 else 0
+        if len(parts) > 3:
+            raise ValueError(f"language {spec!r}: expected preset:NAME or preset:NAME:SEED")
+        seed = 0
+        if len(parts) == 3:
+            try:
+                seed = int(parts[2])
+            except ValueError:
+                raise ValueError(f"language {spec!r}: seed {parts[2]!r} is not an integer") from None
         return preset(parts[1], seed)
     return _load(spec)
 

@@ -1,10 +1,10 @@
-"""``mdmt counterexample``: write the Theorem 4.4 interval HMM as JSON."""
+"""``mdmt counterexample``: write the interval counterexample HMM of Theorem 4.4 (Example C.7, Note C.8)."""
 
 from constructions import interval_hmm, save_language
 
 from ._common import print_json
 
-HELP = "write the interval counterexample HMM of Theorem 4.4 (|V| = 2^(l-1)) to a JSON file"
+HELP = "write the interval counterexample HMM of Theorem 4.4 (|V| = 2^(l-1)) to a language file"
 
 
 def add_arguments(p):
@@ -14,11 +14,16 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    hmm = interval_hmm(args.interval_length)
-    save_language(hmm, args.out)
-    summary = {"interval_length": args.interval_length, "n_symbols": hmm.n_symbols, "n_states": hmm.n_states, "out": args.out}
+    l = args.interval_length
+    hmm = interval_hmm(l)
+    save_language(hmm, args.out, name=f"interval-l{l}",
+                  metadata={"construction": "interval counterexample (Theorem 4.4)", "interval_length": l,
+                            "pairs_per_interval": l * (l - 1) // 2})
+    summary = {"interval_length": l, "n_symbols": hmm.n_symbols, "n_states": hmm.n_states,
+               "pairs_per_interval": l * (l - 1) // 2, "out": str(args.out)}
     if args.json:
         print_json(summary)
     else:
-        print(f"interval HMM l={args.interval_length}: {hmm.n_symbols} symbols, {hmm.n_states} hidden states -> {args.out}")
+        print(f"interval HMM l={l}: {hmm.n_symbols} symbols, {hmm.n_states} hidden states, "
+              f"{l * (l - 1) // 2} fair pair bits per interval (L must be a multiple of {l}) -> {args.out}")
     return 0

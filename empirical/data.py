@@ -1,0 +1,118 @@
+"""Seeded training and validation sets sampled from a language (Section 5, "Tasks and Datasets").
+
+A data set is a folder holding ``train.npy`` and ``val.npy`` (uint8 or int16 tokens, shape
+(n, L)) and ``manifest.json`` (language spec, seeds, sizes, vocabulary size and a SHA-256 of
+each array).  Everything is a function of (language, seed, sizes, L): the train and
+validation sets are drawn by ``language.sample`` from two independent child seeds of
+``np.random.SeedSequence(seed)``, so a deleted or mismatched folder is regenerated bit for bit.
+
+Languages are named by their preset (``3gram-ter``, ``hmm``, ...; see
+:data:`constructions.random_languages.PRESETS`), drawn with ``language_seed``; the ``-ter``
+variants (threshold 0) are the ones used for TER, the pruned ones for SER.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from constructions.random_languages import preset
+from constructions.validation import positive_int
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """What a data set is a function of."""
+
+    language: str  # a preset name, e.g. "3gram-ter" or "hmm"
+    language_seed: int = 0  # seed of the random language (preset(language, language_seed))
+    seed: int = 0  # seed of the sequences
+    n_train: int = 10000
+    n_val: int = 1000
+    length: int = 64  # L
+
+    def __post_init__(self):
+        positive_int("n_train", self.n_train)
+        positive_int("n_val", self.n_val)
+        positive_int("length L", self.length)
+        preset(self.language, self.language_seed)  # validates the name (ValueError lists the valid ones)
+
+    def build_language(self):
+        return preset(self.language, self.language_seed)
+
+
+def _digest(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+def generate(spec: DataSpec, language=None) -> tuple[np.ndarray, np.ndarray]:
+    """(train, val) int64 arrays drawn from the language; deterministic in ``spec``."""
+    lang = spec.build_language() if language is None else language
+    s_train, s_val = np.random.SeedSequence(spec.seed).spawn(2)
+    train = lang.sample(spec.n_train, spec.length, np.random.default_rng(s_train))
+    val = lang.sample(spec.n_val, spec.length, np.random.default_rng(s_val))
+    return np.asarray(train, dtype=np.int64), np.asarray(val, dtype=np.int64)
+
+
+def _store_dtype(V: int):
+    return np.uint8 if V <= 256 else np.int32
+
+
+def save(folder: str | os.PathLike, spec: DataSpec, train: np.ndarray, val: np.ndarray, vocab_size: int) -> Path:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    dt = _store_dtype(vocab_size)
+    np.save(folder / "train.npy", train.astype(dt))
+    np.save(folder / "val.npy", val.astype(dt))
+    manifest = {"format": FORMAT, **asdict(spec), "vocab_size": vocab_size,
+                "sha256": {"train": _digest(train.astype(np.int64)), "val": _digest(val.astype(np.int64))}}
+    tmp = folder / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+    os.replace(tmp, folder / "manifest.json")
+    return folder
+
+
+def read_manifest(folder: str | os.PathLike) -> dict | None:
+    path = Path(folder) / "manifest.json"
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None
+
+
+def load(folder: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(train, val, manifest) from a folder; ValueError if an array does not match its recorded digest."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    if manifest is None:
+        raise ValueError(f"no data set manifest in {folder}")
+    train = np.load(folder / "train.npy").astype(np.int64)
+    val = np.load(folder / "val.npy").astype(np.int64)
+    for name, arr in (("train", train), ("val", val)):
+        if _digest(arr) != manifest["sha256"][name]:
+            raise ValueError(f"{folder / (name + '.npy')} does not match the SHA-256 in its manifest")
+    return train, val, manifest
+
+
+def load_or_create(folder: str | os.PathLike, spec: DataSpec, language=None) -> tuple[np.ndarray, np.ndarray]:
+    """Load the data set in ``folder`` if its manifest matches ``spec``, else (re)generate and save it."""
+    manifest = read_manifest(folder)
+    if manifest is not None and manifest.get("format") == FORMAT and all(manifest.get(k) == v for k, v in asdict(spec).items()):
+        try:
+            train, val, _ = load(folder)
+            return train, val
+        except (ValueError, OSError):
+            pass  # corrupted: regenerate below
+    lang = spec.build_language() if language is None else language
+    train, val = generate(spec, lang)
+    save(folder, spec, train, val, lang.n_symbols)
+    return train, val

@@ -1,0 +1,250 @@
+"""The networks of Section 5: a masked diffusion model (MDM) and its autoregressive (AR) baseline.
+
+Both are the same pre-LayerNorm transformer (Appendix E.2, Table 2: hidden 512, 8 layers,
+10 for the 4-gram, 8 heads, L = 512); they differ only in the attention mask.
+
+MDM (bidirectional attention).  The input is x_t with masked positions (``MASK = -1`` in
+sequences) fed as the extra input id ``V``.  The output is MDLM's SUBS parameterization of
+the reverse model p_theta(x_i | x_U) (the denoiser of Eq. 3):
+
+* the head has V outputs, one per real token, so the mask token gets no probability
+  ("zero masking probabilities");
+* at a revealed position the output is the one-hot of the revealed token ("carry-over
+  unmasking"), so revealed tokens pass through unchanged;
+* no time input: the optimal denoiser q(x_i | x_U) does not depend on t (time-agnostic).
+
+Training minimizes the continuous-time ELBO of MDLM for the log-linear noise alpha(t) = 1 - t:
+
+    NELBO(x) = E_{t ~ U(0,1)} [ (1/t) * sum_{i masked in x_t} -log p_theta(x_i | x_t) ],
+
+the weight -alpha'(t) / (1 - alpha(t)) = 1/t, every token masked independently with
+probability 1 - alpha(t) = t.  ``mdm_loss`` returns the bracket for given (t, mask);
+E_t of it upper-bounds -log p(x) in nats per sequence.
+
+AR (causal attention).  The input is (BOS, x_1, ..., x_{L-1}) with BOS the extra id ``V``;
+position i predicts x_{i+1}.  Generation feeds one token at a time through a KV cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from constructions.validation import MASK
+
+NEG = -1e6  # log-probability of an excluded token (exp underflows to exactly 0 in float32)
+
+
+@dataclass
+class ModelConfig:
+    """Everything that fixes the network's shape."""
+
+    vocab_size: int = 8  # V real tokens 0..V-1; input id V is the mask (MDM) or BOS (AR)
+    seq_len: int = 64  # L: length of the position table
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 64
+    causal: bool = False  # False: MDM (bidirectional); True: AR baseline
+
+    def __post_init__(self):
+        for name in ("vocab_size", "seq_len", "n_layer", "n_head", "n_embd"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"ModelConfig.{name} must be a positive integer, got {v!r}")
+        if self.n_embd % self.n_head:
+            raise ValueError(f"ModelConfig.n_embd = {self.n_embd} is not divisible by n_head = {self.n_head}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# Table 2 of the paper, and a CPU-sized version with the same structure.
+ARCHITECTURES = {
+    "paper": dict(n_embd=512, n_layer=8, n_head=8, seq_len=512),
+    "tiny": dict(n_embd=64, n_layer=2, n_head=4, seq_len=64),
+}
+
+
+def model_config(preset: str, vocab_size: int, causal: bool, *, ngram_order: int | None = None, seq_len: int | None = None) -> ModelConfig:
+    """The ``paper`` or ``tiny`` architecture for a language (the paper uses 10 layers for the 4-gram)."""
+    if preset not in ARCHITECTURES:
+        raise ValueError(f"unknown model preset {preset!r}; valid presets: {', '.join(ARCHITECTURES)}")
+    arch = dict(ARCHITECTURES[preset])
+    if preset == "paper" and ngram_order == 4:
+        arch["n_layer"] = 10
+    if seq_len is not None:
+        arch["seq_len"] = seq_len
+    return ModelConfig(vocab_size=vocab_size, causal=causal, **arch)
+
+
+class KVCache:
+    """Keys and values of every layer for incremental AR decoding: (B, H, L, hd) buffers and a fill level."""
+
+    def __init__(self, n_layer: int):
+        self.k: list[torch.Tensor | None] = [None] * n_layer
+        self.v: list[torch.Tensor | None] = [None] * n_layer
+        self.pos = 0  # number of positions already stored
+
+    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store k, v (B, H, T, hd) at positions pos..pos+T-1; return all keys/values so far."""
+        B, H, T, hd = k.shape
+        if self.k[layer] is None:
+            self.k[layer] = k.new_empty(B, H, capacity, hd)
+            self.v[layer] = v.new_empty(B, H, capacity, hd)
+        end = self.pos + T
+        if end > capacity:
+            raise ValueError(f"KV cache holds {capacity} positions; cannot append up to position {end}")
+        self.k[layer][:, :, self.pos:end] = k
+        self.v[layer][:, :, self.pos:end] = v
+        return self.k[layer][:, :, :end], self.v[layer][:, :, :end]
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int):
+        super().__init__()
+        self.n_head, self.causal, self.layer, self.capacity = cfg.n_head, cfg.causal, layer, cfg.seq_len
+        self.qkv = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)
+        self.proj = nn.Linear(cfg.n_embd, cfg.n_embd)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)  # each (B, T, C)
+        q, k, v = (z.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for z in (q, k, v))  # (B, H, T, hd)
+        past = 0
+        if cache is not None:
+            past = cache.pos
+            k, v = cache.append(self.layer, k, v, self.capacity)  # (B, H, past + T, hd)
+        if not self.causal or T == 1:
+            y = F.scaled_dot_product_attention(q, k, v)  # a single new query may see every stored key
+        elif past == 0:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # a block of T new queries after `past` cached positions
+            allowed = torch.arange(past + T, device=x.device)[None, :] <= (past + torch.arange(T, device=x.device))[:, None]
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        y = y.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
+        return self.proj(y)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.n_embd)
+        self.attn = SelfAttention(cfg, layer)
+        self.ln2 = nn.LayerNorm(cfg.n_embd)
+        self.mlp = nn.Sequential(nn.Linear(cfg.n_embd, 4 * cfg.n_embd), nn.GELU(), nn.Linear(4 * cfg.n_embd, cfg.n_embd))
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), cache)
+        return x + self.mlp(self.ln2(x))
+
+
+class Transformer(nn.Module):
+    """Token ids (B, T) in 0..V (V = mask or BOS) -> logits (B, T, V) over the real tokens, float32."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.tok = nn.Embedding(cfg.vocab_size + 1, cfg.n_embd)  # + the mask / BOS id
+        self.pos = nn.Embedding(cfg.seq_len, cfg.n_embd)
+        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.n_embd)
+        self.head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)  # no output for the mask token
+        self.apply(self._init)
+        for name, p in self.named_parameters():  # scaled init of the residual projections (GPT-2)
+            if name.endswith("attn.proj.weight") or name.endswith("mlp.2.weight"):
+                nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init(m: nn.Module) -> None:
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+        if isinstance(m, nn.Linear) and m.bias is not None:
+            nn.init.zeros_(m.bias)
+
+    @property
+    def mask_id(self) -> int:
+        return self.cfg.vocab_size
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        B, T = idx.shape
+        start = 0 if cache is None else cache.pos
+        if start + T > self.cfg.seq_len:
+            raise ValueError(f"sequence length {start + T} exceeds the model's L = {self.cfg.seq_len}")
+        pos = torch.arange(start, start + T, device=idx.device)
+        x = self.tok(idx) + self.pos(pos)  # (B, T, C)
+        for block in self.blocks:
+            x = block(x, cache)
+        if cache is not None:
+            cache.pos += T
+        return self.head(self.ln_f(x)).float()  # (B, T, V)
+
+
+# ----------------------------------------------------------------------------- MDM
+
+def mdm_input(x: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """Sequences with MASK entries -> input ids (MASK becomes id V)."""
+    return torch.where(x == MASK, torch.full_like(x, vocab_size), x)
+
+
+def subs_log_probs(model: Transformer, x: torch.Tensor) -> torch.Tensor:
+    """SUBS reverse model: x (B, L) with MASK -> log p_theta(x_i = v | x_U) (B, L, V), float32.
+
+    Masked positions: log-softmax over the V real tokens.  Revealed positions: log one-hot of
+    the revealed token (0 there, ``NEG`` elsewhere), so sampling carries them over unchanged.
+    """
+    V = model.cfg.vocab_size
+    logp = F.log_softmax(model(mdm_input(x, V)), dim=-1)  # (B, L, V)
+    revealed = x != MASK
+    carry = torch.full_like(logp, NEG).scatter_(-1, x.clamp(min=0).unsqueeze(-1), 0.0)  # (B, L, V)
+    return torch.where(revealed.unsqueeze(-1), carry, logp)
+
+
+def diffusion_noise(batch: int, length: int, generator: torch.Generator, t_min: float = 1e-3) -> tuple[torch.Tensor, torch.Tensor]:
+    """Times t (B,) on [t_min, 1] (stratified over the batch, as MDLM's antithetic sampling) and masks (B, L), P(mask) = t."""
+    u = (torch.rand(1, generator=generator) + torch.arange(batch) / batch) % 1.0
+    t = t_min + (1.0 - t_min) * u  # (B,)
+    mask = torch.rand(batch, length, generator=generator) < t[:, None]  # (B, L)
+    return t, mask
+
+
+def mdm_loss(model: nn.Module, x0: torch.Tensor, t: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per-sequence ELBO term (1/t) sum_{i masked} -log p_theta(x0_i | x_t), nats, shape (B,).
+
+    Revealed positions contribute nothing under SUBS (carry-over gives them probability 1),
+    so only the masked positions' cross entropies enter.
+    """
+    V = model.module.cfg.vocab_size if hasattr(model, "module") else model.cfg.vocab_size
+    xt = torch.where(mask, torch.full_like(x0, V), x0)
+    logp = F.log_softmax(model(xt), dim=-1)  # (B, L, V)
+    nll = -logp.gather(-1, x0.unsqueeze(-1)).squeeze(-1)  # (B, L)
+    return (nll * mask).sum(dim=1) / t
+
+
+# ----------------------------------------------------------------------------- AR
+
+def ar_input(x0: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """(B, L) tokens -> (B, L) inputs (BOS, x_1, ..., x_{L-1})."""
+    bos = torch.full_like(x0[:, :1], vocab_size)
+    return torch.cat([bos, x0[:, :-1]], dim=1)
+
+
+def ar_loss(model: nn.Module, x0: torch.Tensor) -> torch.Tensor:
+    """Per-sequence negative log-likelihood -log p_theta(x0) in nats, shape (B,)."""
+    V = model.module.cfg.vocab_size if hasattr(model, "module") else model.cfg.vocab_size
+    logp = F.log_softmax(model(ar_input(x0, V)), dim=-1)  # (B, L, V)
+    return -logp.gather(-1, x0.unsqueeze(-1)).squeeze(-1).sum(dim=1)
+
+
+def autocast(device: torch.device | str):
+    """bf16 autocast on CUDA, a no-op context elsewhere."""
+    if torch.device(device).type == "cuda":
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
