@@ -1,0 +1,179 @@
+"""Language files (JSON, .npz) and the hmmlearn bridge: exact round trips, every malformed input named."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from constructions import (HMM, NGram, from_hmmlearn, interval_hmm, load_language, random_hmm, random_ngram,
+                           save_language, to_hmmlearn)
+from constructions.io import read_document
+
+
+@st.composite
+def languages(draw):
+    seed = draw(st.integers(0, 2**32 - 1))
+    threshold = draw(st.sampled_from([0.0, 0.05, 0.3]))
+    temperature = draw(st.floats(0.2, 10.0))
+    if draw(st.booleans()):
+        return random_ngram(draw(st.integers(2, 4)), draw(st.integers(1, 4)), temperature, threshold, seed)
+    return random_hmm(draw(st.integers(1, 6)), draw(st.integers(1, 5)), temperature, threshold, seed)
+
+
+@given(lang=languages(), ext=st.sampled_from([".json", ".npz", ".lang"]), named=st.booleans())
+def test_round_trip_is_exact(tmp_path_factory, lang, ext, named):
+    path = tmp_path_factory.mktemp("lang") / f"l{ext}"
+    kw = {"name": "x", "metadata": {"seed": 1, "note": "é"}} if named else {}
+    save_language(lang, path, **kw)
+    back = load_language(path)
+    assert type(back) is type(lang) and back == lang  # array_equal: bit-for-bit
+    doc = read_document(path)
+    assert doc["kind"] == lang.kind
+    if named:
+        assert doc["name"] == "x" and doc["metadata"] == {"seed": 1, "note": "é"}
+
+
+def test_json_document_has_the_documented_form(tmp_path):
+    p = tmp_path / "h.json"
+    h = random_hmm(3, 2, 1.0, 0.0, seed=0)
+    save_language(h, p, name="demo")
+    d = json.loads(p.read_text())
+    assert d["format"] == "mdmt-language" and d["version"] == 1 and d["kind"] == "hmm" and d["name"] == "demo"
+    assert d["initial"] == h.startprob_.tolist() and d["transition"] == h.transmat_.tolist()
+    assert d["emission"] == h.emissionprob_.tolist()
+    g = random_ngram(3, 2, 1.0, 0.0, seed=0)
+    save_language(g, p)
+    d = json.loads(p.read_text())
+    assert d["kind"] == "ngram" and d["n"] == 3 and len(d["initial"]) == 4 and len(d["transition"]) == 4
+
+
+def test_minimal_and_nested_forms_load(tmp_path):
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps({"kind": "hmm", "initial": [1.0], "transition": [[1.0]], "emission": [[0.25, 0.75]]}))
+    assert load_language(p) == HMM([1.0], [[1.0]], [[0.25, 0.75]])
+    # extra keys are ignored; an n-gram's initial law may be nested n-1 deep
+    p.write_text(json.dumps({"kind": "ngram", "n": 3, "initial": [[0.5, 0], [0, 0.5]],
+                             "transition": [[1, 0], [0, 1], [0.5, 0.5], [0.5, 0.5]], "comment": "anything"}))
+    assert load_language(p) == NGram(3, [0.5, 0, 0, 0.5], [[1, 0], [0, 1], [0.5, 0.5], [0.5, 0.5]])
+
+
+def test_interval_hmm_round_trips(tmp_path):
+    h = interval_hmm(4)
+    for ext in (".json", ".npz"):
+        save_language(h, tmp_path / f"i{ext}")
+        assert load_language(tmp_path / f"i{ext}") == h
+
+
+GOOD = {"kind": "hmm", "initial": [0.5, 0.5], "transition": [[0.5, 0.5], [1.0, 0.0]], "emission": [[1.0, 0.0], [0.3, 0.7]]}
+
+
+def bad(**changes):
+    d = {k: v for k, v in GOOD.items() if k not in changes or changes[k] is not None}
+    d.update({k: v for k, v in changes.items() if v is not None})
+    return d
+
+
+@pytest.mark.parametrize(
+    "doc, message",
+    [
+        (bad(kind=None), "missing key 'kind'"),
+        (bad(initial=None), "missing key 'initial'"),
+        (bad(transition=None), "missing key 'transition'"),
+        (bad(emission=None), "missing key 'emission'"),
+        ({"kind": "ngram", "initial": [1.0], "transition": [[1.0]]}, "missing key 'n'"),
+        (bad(kind="tree"), "invalid key 'kind': unknown kind 'tree'"),
+        (bad(version=2), "invalid key 'version': unsupported version 2"),
+        (bad(format="other"), "invalid key 'format': 'other'"),
+        (bad(transition=[[0.5, 0.4], [1.0, 0.0]]), "invalid key 'transition': transmat row 0 sums to 0.9"),
+        (bad(emission=[[1.0, 0.0], [1.2, -0.2]]), r"invalid key 'emission': emissionprob\[1, 1\] is a negative probability"),
+        (bad(initial=[float("nan"), 1.0]), r"invalid key 'initial': startprob\[0\] is not finite \(nan\)"),
+        (bad(initial=[1.0]), r"invalid key 'transition': transmat must have shape \(1, 1\) to match startprob, got \(2, 2\)"),
+        (bad(emission=[[1.0, 0.0]]), "invalid key 'emission': emissionprob must have 2 rows"),
+        (bad(transition=[0.5, 0.5]), "invalid key 'transition': transmat must have 2 dimension"),
+        (bad(transition=[[0.5, 0.5], [1.0]]), "invalid key 'transition': transmat must be an array of numbers"),
+        (bad(initial="0.5 0.5"), "invalid key 'initial': expected an array of numbers, got str"),
+        (bad(emission=[["a", "b"], [0.3, 0.7]]), "invalid key 'emission': emissionprob must be an array of numbers"),
+        ({"kind": "ngram", "n": "two", "initial": [1.0], "transition": [[1.0]]}, "invalid key 'n': n must be an integer"),
+        ({"kind": "ngram", "n": 1, "initial": [1.0], "transition": [[1.0]]}, "invalid key 'n': n must be >= 2, got 1"),
+        ({"kind": "ngram", "n": 3, "initial": [0.5, 0.5], "transition": [[1, 0], [0, 1]]},
+         "invalid key 'transition': transition must have V\\*\\*\\(n-1\\) = 2\\*\\*2 = 4 rows"),
+        ({"kind": "ngram", "n": 2, "initial": [1.0], "transition": [[1, 0], [0, 1]]},
+         "invalid key 'initial': initial must be the law of the first n-1 tokens"),
+        ([GOOD], "expected a JSON object, got list"),
+    ],
+)
+def test_malformed_json_is_rejected_naming_the_key(tmp_path, doc, message):
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(doc))  # NaN is written as the JSON extension literal NaN
+    with pytest.raises(ValueError, match=message) as err:
+        load_language(p)
+    assert str(p) in str(err.value)
+
+
+def test_unreadable_files(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text("{not json")
+    with pytest.raises(ValueError, match="invalid JSON"):
+        load_language(p)
+    p.write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(ValueError, match="not a text"):
+        load_language(p)
+    z = tmp_path / "x.npz"
+    z.write_bytes(b"PK\x03\x04 truncated zip")
+    with pytest.raises(ValueError, match="not a readable .npz language file"):
+        load_language(z)
+    np.savez(z, initial=np.array([1.0]), transition=np.array([[1.0]]))  # no meta, no emission
+    with pytest.raises(ValueError, match="missing key 'kind'"):
+        load_language(z)
+    np.savez(z, meta=np.array(json.dumps({"kind": "hmm"})), initial=np.array([1.0]), transition=np.array([[1.0]]))
+    with pytest.raises(ValueError, match="missing key 'emission'"):
+        load_language(z)
+    with pytest.raises(FileNotFoundError):
+        load_language(tmp_path / "missing.json")
+
+
+def test_saving_rejects_what_it_cannot_write(tmp_path):
+    with pytest.raises(ValueError, match="cannot save a dict"):
+        save_language({"kind": "hmm"}, tmp_path / "x.json")
+    with pytest.raises(ValueError, match="metadata must be a dict"):
+        save_language(HMM([1.0], [[1.0]], [[1.0]]), tmp_path / "x.json", metadata=[1])
+    with pytest.raises(ValueError):
+        save_language(HMM([1.0], [[1.0]], [[1.0]]), tmp_path / "x.json", metadata={"x": float("inf")})
+
+
+def hmmlearn_scores(model, X):
+    return np.array([model.score(x.reshape(-1, 1)) for x in X])
+
+
+@pytest.mark.parametrize("make", [lambda: random_hmm(7, 5, 2.0, 0.02, seed=3), lambda: random_ngram(3, 3, 2.0, 0.01, seed=1),
+                                  lambda: interval_hmm(3)])
+def test_hmmlearn_conversion_preserves_the_law(make):
+    pytest.importorskip("hmmlearn", reason="hmmlearn (peer) not installed")
+    lang = make()
+    model = to_hmmlearn(lang)
+    X = lang.sample(6, 30, seed=0)
+    np.testing.assert_allclose(hmmlearn_scores(model, X), lang.score(X), rtol=1e-10)
+    back = from_hmmlearn(model)
+    assert back == (lang if isinstance(lang, HMM) else lang.to_hmm())
+
+
+def test_from_hmmlearn_validates():
+    pytest.importorskip("hmmlearn", reason="hmmlearn (peer) not installed")
+    from hmmlearn.hmm import CategoricalHMM
+
+    with pytest.raises(ValueError, match="hmmlearn model has no startprob_"):
+        from_hmmlearn(CategoricalHMM(n_components=2))
+    m = to_hmmlearn(random_hmm(2, 2, 1.0, 0.0, seed=0))
+    m.transmat_ = np.array([[0.5, 0.6], [0.5, 0.5]])
+    with pytest.raises(ValueError, match="transmat row 0 sums to 1.1"):
+        from_hmmlearn(m)
+
+
+def test_missing_hmmlearn_gives_a_clear_import_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "hmmlearn", None)
+    monkeypatch.setitem(sys.modules, "hmmlearn.hmm", None)
+    with pytest.raises(ImportError, match="needs hmmlearn"):
+        to_hmmlearn(random_hmm(2, 2, 1.0, 0.0, seed=0))
