@@ -1,14 +1,26 @@
-"""Denoisers with controlled learning error (Assumption 4.1; THEORY §2).
+"""Denoisers with a controlled learning error (Assumption 4.1; THEORY §2, §5).
 
 Each is built from a language's oracle denoiser q(x_i | x_U) (uniform where q(x_U) = 0,
-as in the sampler) and follows the
-denoiser protocol: ``denoiser(X (B, L) with MASK) -> (B, L, V)``.  Their exact
-per-token learning error KL(q(.|x_U) || p(.|x_U)) is measured by
-``constructions.exact.learning_error`` (small L) — the ``max`` is the
-"for every x_U" form that Theorems 4.3/4.4 use, the ``mean`` the averaged form.
+the convention of the sampler and the exact evaluator) and follows the denoiser
+protocol: ``denoiser(X (B, L) with MASK) -> (B, L, V)``.
+
+The learning error of Assumption 4.1 is the per-token KL(q(.|x_U) || p(.|x_U)).  Every
+denoiser reports it exactly for small L through ``learning_error(L)`` (all contexts x_U
+with q(x_U) > 0 are enumerated, :func:`constructions.exact.learning_error`):
+
+* ``max`` — the "for every x_U" form (sup over contexts and masked positions), the form
+  Theorems 4.3 and 4.4 assume;
+* ``mean`` — the average over subsets U (uniformly), masked positions i and x_U ~ q;
+* ``schedule_mean`` (when a schedule pi is given) — the average the reverse process
+  meets, E_tau sum_j sum_{i in S_j} E_q KL / L (the learning term of C2 over L).
+
+``TemperedOracle`` and ``UniformMixture`` are pointwise transforms of the oracle marginal,
+so the sampler's message kernel runs them at any L (``oracle_transform``).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -16,50 +28,137 @@ from .interval import partners
 from .validation import MASK
 
 
-class TemperedOracle:
-    """p(v | x_U) proportional to q(v | x_U)^beta (beta = 1 is the oracle)."""
+class _FromOracle:
+    language = None
+
+    def _oracle(self, X):
+        return self.language.posterior_marginals(X, off_support="uniform")
+
+    def learning_error(self, L: int, pi=None) -> dict:
+        """Exact per-token learning error over every context of length L (module docstring)."""
+        from .exact import learning_error
+
+        return learning_error(self.language, L, self, pi=pi)
+
+
+class TemperedOracle(_FromOracle):
+    """p(v | x_U) proportional to q(v | x_U)^beta (beta = 1 is the oracle; beta < 1 flattens, > 1 sharpens).
+
+    The support of p(.|x_U) equals that of q(.|x_U), so the learning error is finite for
+    every beta > 0 and 0 only at beta = 1.
+    """
 
     def __init__(self, language, beta: float):
-        if not np.isfinite(beta) or beta <= 0:
+        try:
+            b = float(beta)
+        except (TypeError, ValueError):
+            raise ValueError(f"beta must be a positive number, got {beta!r}") from None
+        if not math.isfinite(b) or b <= 0:
             raise ValueError(f"beta must be a positive number, got {beta!r}")
-        self.language, self.beta = language, float(beta)
+        self.language, self.beta = language, b
+
+    @property
+    def oracle_transform(self):
+        return ("temper", self.beta)
 
     def __call__(self, X):
-        q = self.language.posterior_marginals(X, off_support="uniform")
+        q = self._oracle(X)
         with np.errstate(divide="ignore"):
             p = np.where(q > 0, np.exp(self.beta * np.log(np.where(q > 0, q, 1.0))), 0.0)
         return p / p.sum(axis=-1, keepdims=True)
 
+    def __repr__(self) -> str:
+        return f"TemperedOracle(beta={self.beta!r})"
 
-class UniformMixture:
-    """p = (1 - lam) q(. | x_U) + lam / |V|: every token gets probability >= lam / |V|."""
+
+class UniformMixture(_FromOracle):
+    """p = (1 - lam) q(. | x_U) + lam / |V|.
+
+    Every token gets probability >= lam/|V|, so the learning error is at most
+    -log(1 - lam) (p >= (1 - lam) q pointwise) whatever the context.
+    """
 
     def __init__(self, language, lam: float):
-        if not 0 <= lam <= 1:
+        try:
+            lm = float(lam)
+        except (TypeError, ValueError):
+            raise ValueError(f"mixture weight lam must be in [0, 1], got {lam!r}") from None
+        if not 0 <= lm <= 1:
             raise ValueError(f"mixture weight lam must be in [0, 1], got {lam!r}")
-        self.language, self.lam = language, float(lam)
+        self.language, self.lam = language, lm
+
+    @property
+    def oracle_transform(self):
+        return ("mix", self.lam)
+
+    def learning_error_bound(self) -> float:
+        """-log(1 - lam): an upper bound on the learning error for every context."""
+        return math.inf if self.lam == 1 else -math.log1p(-self.lam)
 
     def __call__(self, X):
-        q = self.language.posterior_marginals(X, off_support="uniform")
+        q = self._oracle(X)
         return (1 - self.lam) * q + self.lam / q.shape[-1]
 
+    def __repr__(self) -> str:
+        return f"UniformMixture(lam={self.lam!r})"
 
-class BitBiasedInterval:
-    """The adversarial denoiser for the interval HMM: every still-free pair bit is 1 with probability u.
 
-    A bit whose partner is revealed is copied as the oracle does; a bit whose partner
-    is masked is fair under the oracle and Bernoulli(u) here.  The per-token learning
-    error is (#free bits) * KL(Bern(1/2) || Bern(u)) = -(#free bits)/2 * log(4u(1-u)).
+def bernoulli_kl_from_half(u: float) -> float:
+    """KL(Bern(1/2) || Bern(u)) = -1/2 log(4 u (1 - u)) in nats."""
+    if not 0 < u < 1:
+        raise ValueError(f"bit bias u must be in (0, 1), got {u!r}")
+    return -0.5 * math.log(4.0 * u * (1.0 - u))
+
+
+class BitBiasedInterval(_FromOracle):
+    """The adversarial denoiser for the interval HMM (Theorem 4.4): every free pair bit is 1 with probability u.
+
+    A bit whose partner is already revealed is copied, as the oracle does; a bit whose
+    partner is still masked is a fair coin under the oracle (it is independent of
+    everything revealed) and Bernoulli(u) here, independently across bits.  Given x_U the
+    oracle law of a token is uniform over its free bits, so the per-token learning error
+    is exactly (#free bits) * KL(Bern(1/2) || Bern(u)) = -(#free bits)/2 * log(4u(1-u)),
+    at most (l - 1) * KL(Bern(1/2) || Bern(u)) (the all-masked context).  Two ends of a
+    pair revealed in the same step then disagree with probability 2u(1-u).
     """
 
     def __init__(self, language, l: int, u: float):
-        if not 0 < u < 1:
+        try:
+            uu = float(u)
+        except (TypeError, ValueError):
+            raise ValueError(f"bit bias u must be in (0, 1), got {u!r}") from None
+        if not 0 < uu < 1:
             raise ValueError(f"bit bias u must be in (0, 1), got {u!r}")
-        self.language, self.l, self.u = language, int(l), float(u)
+        l = int(l)
+        if l < 2 or language.n_symbols != 2 ** (l - 1):
+            raise ValueError(f"interval length l={l} does not match the vocabulary of {language.n_symbols} symbols")
+        self.language, self.l, self.u = language, l, uu
+
+    @classmethod
+    def for_learning_error(cls, language, l: int, eps: float, low: bool = True) -> "BitBiasedInterval":
+        """The bias u < 1/2 (``low``) or > 1/2 whose worst-case per-token learning error is exactly ``eps``.
+
+        (l - 1) * KL(Bern(1/2) || Bern(u)) = eps  <=>  4u(1-u) = exp(-2 eps / (l - 1)).
+        """
+        if not (math.isfinite(eps) and eps > 0):
+            raise ValueError(f"learning error eps must be a finite number > 0, got {eps!r}")
+        c = math.exp(-2.0 * eps / (int(l) - 1))
+        d = 0.5 * math.sqrt(max(0.0, 1.0 - c))
+        return cls(language, l, 0.5 - d if low else 0.5 + d)
+
+    @property
+    def max_learning_error(self) -> float:
+        """(l - 1) * KL(Bern(1/2) || Bern(u)): the "for every x_U" learning error, in closed form."""
+        return (self.l - 1) * bernoulli_kl_from_half(self.u)
+
+    @property
+    def pair_mismatch(self) -> float:
+        """2u(1-u): probability that two ends of a pair drawn in the same step disagree."""
+        return 2.0 * self.u * (1.0 - self.u)
 
     def __call__(self, X):
         X = self.language.check_tokens(X)
-        q = self.language.posterior_marginals(X, off_support="uniform")
+        q = self._oracle(X)
         n, L, V = q.shape
         l = self.l
         if L % l:
@@ -68,9 +167,12 @@ class BitBiasedInterval:
         tilt = np.ones((n, L, V))
         for a in range(l):
             for k, b in enumerate(partners(a, l)):
-                bit = (tokens >> (l - 2 - k)) & 1  # (V,)
-                free = X[:, b::l] == MASK  # partner masked -> this bit is free, (n, K)
+                bit = (tokens >> (l - 2 - k)) & 1  # (V,): this pair's bit in each token
+                free = X[:, b::l] == MASK  # partner masked -> the bit is free, (n, K)
                 factor = np.where(bit == 1, 2 * self.u, 2 * (1 - self.u))  # (V,)
                 tilt[:, a::l, :] *= np.where(free[:, :, None], factor[None, None, :], 1.0)
         p = q * tilt
         return p / p.sum(axis=-1, keepdims=True)
+
+    def __repr__(self) -> str:
+        return f"BitBiasedInterval(l={self.l}, u={self.u!r})"

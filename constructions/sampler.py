@@ -1,42 +1,72 @@
-"""The factorised MDM sampler for any L (Eq. 3) with ddpm_cache NFE counting, and its metrics (THEORY §2-3).
+"""The factorised masked diffusion sampler for any L (Eq. 3), with ddpm_cache NFE counting (THEORY §2).
 
-Every position's reveal step tau_i is drawn i.i.d. from pi; at step j the positions
-with tau_i = j are drawn independently from denoiser(x_{U_j}).  A step that reveals
-nothing in a sequence changes nothing, so (ddpm_cache) the denoiser is evaluated
-for a sequence only at the steps where it reveals something: NFE = #{j : S_j != {}}.
+Every position's reveal step tau_i is drawn i.i.d. from pi; at step j the positions with
+tau_i = j (the set S_j) are drawn independently from denoiser(x_{U_j}), U_j the positions
+revealed before step j.  A step that reveals nothing in a sequence changes nothing, so
+under ddpm_cache the denoiser is evaluated for a sequence only at the steps where it
+reveals something: NFE = #{j : S_j != {}} per sequence (E[NFE] = sum_j 1 - (1 - pi_j)^L).
 The output law is exactly p_N of :mod:`constructions.exact`.
+
+Randomness: sequences are processed in blocks of ``BLOCK`` rows; for each block the
+reveal steps (inverse CDF of pi) and then one uniform per position are drawn from the
+generator, and a token is the inverse-CDF draw of its uniform.  The result depends only
+on the seed, not on the batch size or the method.
+
+Two methods give the same law:
+
+* ``generic`` calls any denoiser (the protocol: ``denoiser(X (B, L)) -> (B, L, V)``) on
+  every sequence that reveals something at a step, in batches.
+* ``kernel`` (the oracle of an HMM or n-gram language, and the oracle transforms
+  :class:`constructions.denoisers.TemperedOracle` / ``UniformMixture``): a numba kernel
+  that needs q(x_i | x_U) only at the positions of S_j.  Forward messages are carried
+  only through the revealed positions, across each masked run with a precomputed
+  power A^g of the transition matrix, and the backward messages likewise, so a step
+  costs O((|U_j| + |S_j|) S^2) instead of a full forward-backward pass O(L S^2).
+  Messages are renormalised at every revealed position (no underflow at any L); a
+  context with q(x_U) = 0 is detected exactly (sums of non-negative products) and,
+  like ``posterior_marginals(..., off_support="uniform")``, continued with the uniform law.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
-from scipy import stats
 
-from .schedules import reveal_probabilities
+from .ngram import as_hmm
+from .schedules import as_pi
 from .validation import MASK, as_rng, positive_int
+
+BLOCK = 4096  # rows per block of random draws (fixes the stream of random numbers)
+KERNEL_MAX_STATES = 1024  # message kernel up to this many hidden states
+_POWER_BUDGET = 128 << 20  # bytes for the tables of matrix powers A^g and their transposes
 
 
 def draw_reveal_steps(pi: np.ndarray, num: int, L: int, rng: np.random.Generator) -> np.ndarray:
-    """tau (num, L) i.i.d. from pi, steps numbered 1..N."""
+    """tau (num, L) i.i.d. from pi, steps numbered 1..N (inverse CDF of one uniform each)."""
+    pi = as_pi(pi)
     cdf = np.cumsum(pi)
     cdf[np.flatnonzero(pi > 0)[-1]:] = 1.0
     return np.searchsorted(cdf, rng.random((num, L)), side="right") + 1
 
 
-def _draw_tokens(P: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Inverse-CDF draw from rows P (m, V) with uniforms u (m,)."""
+def draw_tokens(P: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF draw from rows P (m, V) with uniforms u (m,): the first v with cdf[v] > u * total.
+
+    A token of probability 0 is never drawn.
+    """
     cdf = np.cumsum(P, axis=1)
-    cdf[:, -1] = np.maximum(cdf[:, -1], 1.0)
     return np.minimum((cdf <= u[:, None] * cdf[:, -1:]).sum(axis=1), P.shape[1] - 1)
 
 
 @dataclass
 class SampleResult:
+    """Samples of the N-step sampler and the number of denoiser evaluations each used."""
+
     samples: np.ndarray  # int64 (num, L)
-    nfe: np.ndarray  # int64 (num,)
+    nfe: np.ndarray  # int64 (num,): #{j : S_j != {}} (ddpm_cache)
+    method: str = "generic"
 
 
 def oracle_denoiser(language):
@@ -48,93 +78,409 @@ def oracle_denoiser(language):
     return denoise
 
 
-def sample_mdm(language, L: int, pi, num: int, denoiser=None, seed=None, batch: int = 512) -> SampleResult:
-    """Run the N-step sampler with the oracle (``denoiser=None``) or any denoiser; seeded, batched.
+# ----------------------------------------------------------------------------- HMM message kernel
+@dataclass
+class _KernelModel:
+    prior_pred: np.ndarray  # (L, S): pi A^p, the law of h_p before any evidence
+    P: np.ndarray  # (G+1, S, S): A^g
+    PT: np.ndarray  # (G+1, S, S): (A^g)^T, contiguous
+    B: np.ndarray  # (S, V)
+    emit_idx: np.ndarray  # (V, S): the states with B[h, v] > 0, first emit_cnt[v] entries
+    emit_cnt: np.ndarray  # (V,); all S when emissions are dense (then no restriction is used)
+    transform: int  # 0 oracle, 1 temper, 2 uniform mixture
+    param: float
 
-    The oracle is continued by the uniform law once a sample has left the support,
-    the same convention as :func:`constructions.exact.denoiser_table`.
+
+def _transform_of(language, denoiser):
+    """(code, param) when ``denoiser`` is the oracle of ``language`` or a pointwise transform of it, else None."""
+    if denoiser is None or denoiser is language:
+        return (0, 0.0)
+    spec = getattr(denoiser, "oracle_transform", None)
+    if spec is None or getattr(denoiser, "language", None) is not language:
+        return None
+    kind, param = spec
+    return {"temper": (1, float(param)), "mix": (2, float(param))}.get(kind)
+
+
+def _kernel_model(language, L: int, transform) -> _KernelModel | None:
+    try:
+        hmm = as_hmm(language)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    A, B, pi0 = hmm.transmat_, hmm.emissionprob_, hmm.startprob_
+    S = A.shape[0]
+    if S > KERNEL_MAX_STATES:
+        return None
+    G = int(max(1, min(L, _POWER_BUDGET // (2 * 8 * S * S))))
+    P = np.empty((G + 1, S, S))
+    P[0] = np.eye(S)
+    for g in range(1, G + 1):
+        P[g] = P[g - 1] @ A
+    pred = np.empty((L, S))
+    pred[0] = pi0
+    for p in range(1, L):
+        pred[p] = pred[p - 1] @ A
+    V = B.shape[1]
+    emit = B > 0
+    emit_cnt = emit.sum(axis=0).astype(np.int64)
+    emit_idx = np.zeros((V, S), dtype=np.int64)
+    for v in range(V):
+        emit_idx[v, :emit_cnt[v]] = np.flatnonzero(emit[:, v])
+    if emit_cnt.mean() > S / 4:  # dense emissions: the contiguous full-output products are faster
+        emit_cnt[:] = S
+        emit_idx[:] = np.arange(S)[None, :]
+    return _KernelModel(pred, P, np.ascontiguousarray(P.transpose(0, 2, 1)), np.ascontiguousarray(B),
+                        emit_idx, emit_cnt, transform[0], transform[1])
+
+
+@nb.njit(cache=True, fastmath=True)
+def _apply(vec, g, T, out, tmp):
+    """out = vec @ T[1]^g using the table T[g'] (g' <= G), skipping zero entries (axpy form)."""
+    S = vec.shape[0]
+    G = T.shape[0] - 1
+    for h in range(S):
+        out[h] = vec[h]
+    while g > 0:
+        step = g if g <= G else G
+        M = T[step]
+        for k in range(S):
+            tmp[k] = 0.0
+        for h in range(S):
+            c = out[h]
+            if c != 0.0:
+                for k in range(S):
+                    tmp[k] += c * M[h, k]
+        for k in range(S):
+            out[k] = tmp[k]
+        g -= step
+
+
+@nb.njit(cache=True, fastmath=True)
+def _apply_to(vec, g, T, TT, out, tmp, cols, ncols, nz):
+    """Like ``_apply`` but only the entries ``cols[:ncols]`` of the result are computed (the rest are 0).
+
+    Used when the next factor is an emission column with few non-zero states (n-gram
+    windows, the interval HMM): out[k] = sum_h vec[h] T[g][h, k] = sum_h TT[g][k, h] vec[h]
+    over the non-zero h only.
     """
-    L = positive_int("L", L)
-    num = positive_int("num", num, minimum=0)
-    pi = reveal_probabilities(np.asarray(pi, dtype=np.float64), len(pi))
-    rng = as_rng(seed)
-    den = denoiser if denoiser is not None else oracle_denoiser(language)
-    tau = draw_reveal_steps(pi, num, L, rng)
-    U = rng.random((num, L))
-    X = np.full((num, L), MASK, dtype=np.int64)
-    nfe = np.zeros(num, dtype=np.int64)
+    S = vec.shape[0]
+    if ncols == S:
+        _apply(vec, g, T, out, tmp)
+        return
+    G = T.shape[0] - 1
+    src = vec
+    if g > G:  # every factor but the last in full, the last (exactly G) restricted
+        first = g - G * ((g - 1) // G)
+        _apply(vec, first, T, out, tmp)
+        rest = g - first
+        while rest > G:
+            _apply(out, G, T, out, tmp)
+            rest -= G
+        for h in range(S):
+            tmp[h] = out[h]
+        src = tmp
+        g = rest
+    m = 0
+    for h in range(S):
+        if src[h] != 0.0:
+            nz[m] = h
+            m += 1
+    M = TT[g]
+    for h in range(S):
+        out[h] = 0.0
+    for kk in range(ncols):
+        k = cols[kk]
+        acc = 0.0
+        for t in range(m):
+            h = nz[t]
+            acc += M[k, h] * src[h]
+        out[k] = acc
+
+
+@nb.njit(cache=True)
+def _normalise(vec):
+    s = 0.0
+    for h in range(vec.shape[0]):
+        s += vec[h]
+    if s > 0.0:
+        for h in range(vec.shape[0]):
+            vec[h] /= s
+    return s
+
+
+@nb.njit(cache=True)
+def _draw(m, u):
+    """First v with cdf[v] > u * total (the rule of ``draw_tokens``)."""
+    V = m.shape[0]
+    total = 0.0
+    for v in range(V):
+        total += m[v]
+    thr = u * total
+    c = 0.0
+    cnt = 0
+    for v in range(V):
+        c += m[v]
+        if c <= thr:
+            cnt += 1
+    return cnt if cnt < V else V - 1
+
+
+@nb.njit(cache=True, parallel=True)
+def _kernel(prior_pred, P, PT, B, emit_idx, emit_cnt, transform, param, order, starts, maxgroup, U, X, score_mode,
+            nfe, logp):
+    """Run the sampler (score_mode = False: fill X) or score a fixed X along tau (score_mode = True).
+
+    order[n] lists the positions sorted by (reveal step, position); starts[n, :] marks the
+    group boundaries (starts[n, g] = first index of group g, -1 after the last group).
+    """
+    n_seq, L = order.shape
+    S, V = B.shape
+    for n in nb.prange(n_seq):
+        x = X[n]
+        rev = np.zeros(L, dtype=np.bool_)
+        tgt = np.zeros(L, dtype=np.bool_)
+        pred_t = np.empty((maxgroup, S))
+        back_t = np.empty((maxgroup, S))
+        cur = np.empty(S)
+        tmp = np.empty(S)
+        tmp2 = np.empty(S)
+        nz = np.empty(S, dtype=np.int64)
+        m = np.empty(V)
+        dead = False
+        total_logp = 0.0
+        count = 0
+        g = 0
+        while g < starts.shape[1] and starts[n, g] >= 0:
+            a = starts[n, g]
+            b = starts[n, g + 1] if g + 1 < starts.shape[1] and starts[n, g + 1] >= 0 else L
+            count += 1
+            for t in range(a, b):
+                tgt[order[n, t]] = True
+            if not dead:
+                # forward: cur = law of h at the last revealed position p0 given x_U up to p0
+                p0 = -1
+                k = 0
+                for p in range(L):
+                    if tgt[p]:
+                        if p0 < 0:
+                            for h in range(S):
+                                pred_t[k, h] = prior_pred[p, h]
+                        else:
+                            _apply(cur, p - p0, P, pred_t[k], tmp2)
+                        k += 1
+                        if k == b - a:
+                            break
+                    elif rev[p]:
+                        xp = x[p]
+                        if p0 < 0:
+                            for h in range(S):
+                                tmp[h] = prior_pred[p, h]
+                        else:
+                            _apply_to(cur, p - p0, P, PT, tmp, tmp2, emit_idx[xp], emit_cnt[xp], nz)
+                        for h in range(S):
+                            cur[h] = tmp[h] * B[h, xp]
+                        if _normalise(cur) <= 0.0:
+                            dead = True
+                            break
+                        p0 = p
+            if not dead:
+                # backward: cur = likelihood of x_U at and after p1 given h at p1 (normalised)
+                p1 = L
+                k = b - a - 1
+                for p in range(L - 1, -1, -1):
+                    if tgt[p]:
+                        if p1 == L:
+                            for h in range(S):
+                                back_t[k, h] = 1.0
+                        else:
+                            _apply(cur, p1 - p, PT, back_t[k], tmp2)
+                        k -= 1
+                        if k < 0:
+                            break
+                    elif rev[p]:
+                        xp = x[p]
+                        if p1 == L:
+                            for h in range(S):
+                                tmp[h] = 1.0
+                        else:
+                            _apply_to(cur, p1 - p, PT, P, tmp, tmp2, emit_idx[xp], emit_cnt[xp], nz)
+                        for h in range(S):
+                            cur[h] = tmp[h] * B[h, xp]
+                        if _normalise(cur) <= 0.0:
+                            dead = True
+                            break
+                        p1 = p
+            # the targets, in increasing position (the order of order[n, a:b])
+            for t in range(a, b):
+                p = order[n, t]
+                k = t - a
+                tot = 0.0
+                if not dead:
+                    for v in range(V):
+                        m[v] = 0.0
+                    for h in range(S):
+                        w = pred_t[k, h] * back_t[k, h]
+                        if w != 0.0:
+                            for v in range(V):
+                                m[v] += w * B[h, v]
+                    for v in range(V):
+                        tot += m[v]
+                if tot <= 0.0:
+                    dead = True
+                    for v in range(V):
+                        m[v] = 1.0 / V
+                else:
+                    for v in range(V):
+                        m[v] /= tot
+                    if transform == 1:
+                        s2 = 0.0
+                        for v in range(V):
+                            m[v] = m[v] ** param if m[v] > 0.0 else 0.0
+                            s2 += m[v]
+                        for v in range(V):
+                            m[v] /= s2
+                    elif transform == 2:
+                        for v in range(V):
+                            m[v] = (1.0 - param) * m[v] + param / V
+                if score_mode:
+                    total_logp += np.log(m[x[p]])
+                else:
+                    x[p] = _draw(m, U[n, p])
+            for t in range(a, b):
+                p = order[n, t]
+                tgt[p] = False
+                rev[p] = True
+            g += 1
+        nfe[n] = count
+        logp[n] = total_logp
+
+
+def _groups(tau: np.ndarray):
+    """order (n, L): positions sorted by (tau, position); starts (n, N+1): first index of each group, -1 padded."""
+    n, L = tau.shape
+    key = tau.astype(np.int64) * L + np.arange(L)[None, :]
+    order = np.argsort(key, axis=1, kind="stable")
+    st = np.take_along_axis(tau, order, axis=1)
+    is_start = np.ones((n, L), dtype=bool)
+    is_start[:, 1:] = st[:, 1:] != st[:, :-1]
+    counts = is_start.sum(axis=1)
+    width = int(counts.max()) + 1 if n else 1
+    starts = np.full((n, width), -1, dtype=np.int64)
+    rows, cols = np.nonzero(is_start)
+    rank = np.cumsum(is_start, axis=1)[rows, cols] - 1
+    starts[rows, rank] = cols
+    return order.astype(np.int64), starts
+
+
+def _run_kernel(model: _KernelModel, tau, U, X, score_mode: bool):
+    order, starts = _groups(tau)
+    n = tau.shape[0]
+    bounds = np.where(starts >= 0, starts, tau.shape[1])
+    maxgroup = int(np.diff(np.concatenate([bounds, np.full((n, 1), tau.shape[1])], axis=1), axis=1).max()) if n else 1
+    nfe = np.zeros(n, dtype=np.int64)
+    logp = np.zeros(n)
+    _kernel(model.prior_pred, model.P, model.PT, model.B, model.emit_idx, model.emit_cnt, model.transform, model.param,
+            order, starts, max(maxgroup, 1), U, X, score_mode, nfe, logp)
+    return nfe, logp
+
+
+def _generic(den, tau, U, batch, X=None, V=None):
+    """The sampler (X None) or the score of fixed X along tau (returns sum log p) with any denoiser."""
+    n, L = tau.shape
+    score = X is not None
+    out = np.full((n, L), MASK, dtype=np.int64) if not score else None
+    nfe = np.zeros(n, dtype=np.int64)
+    logp = np.zeros(n)
     for j in np.unique(tau):
         new = tau == j
         rows = np.flatnonzero(new.any(axis=1))
         nfe[rows] += 1
         for s in range(0, len(rows), batch):
             r = rows[s:s + batch]
-            P = np.asarray(den(X[r]))
+            ctx = np.where(tau[r] < j, X[r], MASK) if score else out[r]
+            P = np.asarray(den(ctx), dtype=np.float64)
+            if P.ndim != 3 or P.shape[:2] != (len(r), L) or (V is not None and P.shape[2] != V):
+                raise ValueError(f"denoiser returned shape {P.shape}, expected ({len(r)}, {L}, {V or 'V'})")
             rr, cc = np.nonzero(new[r])
-            X[r[rr], cc] = _draw_tokens(P[rr, cc], U[r[rr], cc])
-    return SampleResult(X, nfe)
+            if score:
+                with np.errstate(divide="ignore"):
+                    np.add.at(logp, r[rr], np.log(P[rr, cc, X[r[rr], cc]]))
+            else:
+                out[r[rr], cc] = draw_tokens(P[rr, cc], U[r[rr], cc])
+    return (out if not score else X), nfe, logp
 
 
-def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion k/n."""
-    if n == 0:
-        return (0.0, 1.0)
-    z = stats.norm.ppf(0.5 + level / 2)
-    p = k / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, centre - half), min(1.0, centre + half))
+def _method(language, L, denoiser, method):
+    if method not in ("auto", "kernel", "generic"):
+        raise ValueError(f"method must be 'auto', 'kernel' or 'generic', got {method!r}")
+    model = None
+    if method != "generic":
+        tr = _transform_of(language, denoiser)
+        model = _kernel_model(language, L, tr) if tr is not None else None
+        if model is None and method == "kernel":
+            raise ValueError("the message kernel needs the oracle (or an oracle transform) of an HMM/n-gram "
+                             f"with at most {KERNEL_MAX_STATES} dense hidden states")
+    return model
 
 
-def mean_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and its normal-approximation confidence interval."""
-    x = np.asarray(x, dtype=np.float64)
-    m = float(x.mean())
-    if len(x) < 2:
-        return m, -math.inf, math.inf
-    half = stats.norm.ppf(0.5 + level / 2) * float(x.std(ddof=1)) / math.sqrt(len(x))
-    return m, m - half, m + half
+def sample_mdm(language, L: int, pi, num: int, denoiser=None, seed=None, batch: int = 512,
+               method: str = "auto") -> SampleResult:
+    """Run the N-step sampler with the oracle (``denoiser=None``) or any denoiser; seeded, batched.
 
-
-def sample_metrics(language, samples: np.ndarray, level: float = 0.95) -> dict:
-    """SER by support check (Wilson CI) and generative perplexity exp(E_p[-ln q(x)]/L) (CI on the mean)."""
-    n, L = samples.shape
-    ins = language.in_support(samples)
-    bad = int((~ins).sum())
-    lo, hi = wilson_interval(bad, n, level)
-    out = {"num": n, "ser": bad / n, "ser_ci": [lo, hi], "off_support": bad}
-    if bad:
-        out.update(gen_perplexity=math.inf, gen_perplexity_ci=[math.inf, math.inf])
-    else:
-        m, a, b = mean_interval(-language.score(samples) / L, level)
-        out.update(gen_perplexity=math.exp(m), gen_perplexity_ci=[math.exp(a), math.exp(b)])
-    return out
-
-
-def assignment_kl_estimate(language, L: int, pi, num: int, denoiser=None, seed=None, level: float = 0.95, batch: int = 512) -> dict:
-    """Monte Carlo estimate of E_tau[KL(q || p_tau)] / L with a CI: an upper bound on the TER gap (C1).
-
-    For x ~ q and tau ~ pi, log q(x) - sum_j sum_{i in S_j} log p(x_i | x_{U_j}) is an
-    unbiased sample of E_tau KL(q || p_tau).
+    ``pi`` is the reveal-probability vector (``reveal_probabilities(schedule, N)``).  The
+    oracle is continued by the uniform law once a sample has left the support (the
+    convention of :func:`constructions.exact.denoiser_table`).  ``method``: ``auto``
+    (the message kernel when it applies, see the module docstring), ``kernel`` or ``generic``.
     """
     L = positive_int("L", L)
-    pi = reveal_probabilities(np.asarray(pi, dtype=np.float64), len(pi))
+    num = positive_int("num", num, minimum=0)
+    batch = positive_int("batch", batch)
+    pi = as_pi(pi)
     rng = as_rng(seed)
+    model = _method(language, L, denoiser, method)
+    den = denoiser if denoiser is not None else oracle_denoiser(language)
+    samples = np.empty((num, L), dtype=np.int64)
+    nfe = np.empty(num, dtype=np.int64)
+    for s in range(0, num, BLOCK):
+        m = min(BLOCK, num - s)
+        tau = draw_reveal_steps(pi, m, L, rng)
+        U = rng.random((m, L))
+        if model is not None:
+            X = np.full((m, L), MASK, dtype=np.int64)
+            nfe[s:s + m], _ = _run_kernel(model, tau, U, X, False)
+            samples[s:s + m] = X
+        else:
+            samples[s:s + m], nfe[s:s + m], _ = _generic(den, tau, U, batch, V=language.n_symbols)
+    return SampleResult(samples, nfe, "kernel" if model is not None else "generic")
+
+
+def assignment_log_ratio(language, X, pi, denoiser=None, seed=None, batch: int = 512, method: str = "auto"):
+    """For sequences X (n, L) and tau ~ pi: log q(x) - sum_j sum_{i in S_j} log p(x_i | x_{U_j}).
+
+    With X ~ q this is an unbiased sample of E_tau KL(q || p_tau) (C1's right-hand side);
+    returns float64 (n,).
+    """
+    X = language.check_tokens(X, allow_mask=False)
+    n, L = X.shape
+    pi = as_pi(pi)
+    rng = as_rng(seed)
+    model = _method(language, L, denoiser, method)
     den = denoiser if denoiser is not None else language.posterior_marginals
-    x = language.sample(num, L, rng)
-    tau = draw_reveal_steps(pi, num, L, rng)
-    logp = np.zeros(num)
-    for j in np.unique(tau):
-        new = tau == j
-        rows = np.flatnonzero(new.any(axis=1))
-        for s in range(0, len(rows), batch):
-            r = rows[s:s + batch]
-            partial = np.where(tau[r] < j, x[r], MASK)
-            P = np.asarray(den(partial))
-            rr, cc = np.nonzero(new[r])
-            with np.errstate(divide="ignore"):
-                np.add.at(logp, r[rr], np.log(P[rr, cc, x[r[rr], cc]]))
-    vals = (language.score(x) - logp) / L
-    m, a, b = mean_interval(vals, level)
-    return {"kl_per_token_nats": m, "ci": [a, b], "num": num}
+    logp = np.empty(n)
+    for s in range(0, n, BLOCK):
+        m = min(BLOCK, n - s)
+        tau = draw_reveal_steps(pi, m, L, rng)
+        if model is not None:
+            _, logp[s:s + m] = _run_kernel(model, tau, np.zeros((m, L)), np.ascontiguousarray(X[s:s + m]), True)
+        else:
+            _, _, logp[s:s + m] = _generic(den, tau, None, batch, X=X[s:s + m], V=language.n_symbols)
+    return language.score(X) - logp
+
+
+# metrics live in constructions.metrics; re-exported here for existing callers
+from .metrics import (assignment_kl_estimate, clopper_pearson_interval, mean_interval,  # noqa: E402
+                      sample_metrics, wilson_interval)
+
+__all__ = ["BLOCK", "SampleResult", "assignment_kl_estimate", "assignment_log_ratio", "clopper_pearson_interval",
+           "draw_reveal_steps", "draw_tokens", "mean_interval", "oracle_denoiser", "sample_mdm", "sample_metrics",
+           "wilson_interval"]

@@ -1,28 +1,52 @@
-"""Masking schedules and the reveal-step law they induce (THEORY §2; MDLM's ddpm_cache sampler).
+"""Masking schedules and the reveal-step law they induce (THEORY §2; Eq. 3 and the ddpm_cache sampler).
 
 A schedule alpha(t), t in [0, 1], is non-increasing with alpha(0) = 1 and alpha(1) = 0:
-each token is still unmasked at time t with probability alpha(t).  With N reverse
-steps on a grid 1 = t_N > ... > t_0 = 0, reverse step j = 1..N (in execution
-order) goes from t_{N-j+1} to t_{N-j}, and every position's *reveal step* tau_i is
-i.i.d. with
+under the forward process each token is still unmasked at time t with probability
+alpha(t).  With N reverse steps on a grid 1 = t_N > ... > t_0 = 0, reverse step
+j = 1..N (in execution order) goes from t_{N-j+1} to t_{N-j}, and every position's
+*reveal step* tau_i is i.i.d. with
 
-    pi_j = P(tau_i = j) = alpha(t_{N-j}) - alpha(t_{N-j+1}).
+    pi_j = P(tau_i = j) = alpha(t_{N-j}) - alpha(t_{N-j+1}),      sum_j pi_j = 1.
 
 A position still masked before step j is revealed there with probability
-r_j = pi_j / (1 - sum_{k<j} pi_k) = (alpha_s - alpha_t) / (1 - alpha_t).
+r_j = pi_j / (1 - sum_{k<j} pi_k) = (alpha_s - alpha_t) / (1 - alpha_t)  (r_N = 1).
 
-Schedules: ``linear`` alpha = 1 - t (pi_j = 1/N); ``cosine`` alpha = cos(pi t / 2);
-``loglinear``: MDLM's log-linear noise sigma(t) = -log(1 - t), i.e. alpha = 1 - t,
-on MDLM's sampling grid t_k = eps + (1 - eps) k / N (k >= 1), t_0 = 0, so the
-last step also reveals the eps leftover (eps = 1e-5 by default, MDLM's default);
-``warmstart``: the Theorem 4.2 proof schedule, pi_1 = eps and the rest spread
-evenly.  Any user time grid (``GridSchedule``) or explicit pi vector is accepted.
+Named schedules (``get_schedule``):
+
+``linear``
+    alpha(t) = 1 - t on the uniform grid: pi_j = 1/N.
+``cosine``
+    alpha(t) = cos(pi t / 2) on the uniform grid.
+``loglinear`` (parameter ``eps``, default 1e-5)
+    MDLM's log-linear schedule *as its ddpm_cache sampler runs it*.  MDLM's noise is
+    sigma(t) = -log(1 - (1 - eps') t), so exp(-sigma(t)) = 1 - (1 - eps') t; its sampler
+    masks a token at time t with probability t itself, i.e. alpha(t) = 1 - t (the eps' -> 0
+    limit of exp(-sigma)), on the grid t = 1, ..., eps (N + 1 points, uniform), followed
+    by a noise-removal pass that reveals everything still masked at t = eps.  mdmt
+    implements exactly alpha(t) = 1 - t on the grid t_k = eps + (1 - eps) k / N
+    (k = 1..N), t_0 = 0, so the last step also reveals the eps leftover (MDLM's last
+    step and its noise-removal pass merged into one step; mdmt draws those tokens from
+    the denoiser, MDLM takes the argmax).  Hence pi_j = (1 - eps)/N for j < N and
+    pi_N = (1 - eps)/N + eps: as eps -> 0 the log-linear schedule *is* the linear one.
+``warmstart`` (parameter ``eps``, default 0.05)
+    The schedule of the Theorem 4.2 proof: the first reverse step reveals an eps fraction
+    of the tokens in expectation (pi_1 = eps) and the other N - 1 steps share the rest
+    evenly (pi_j = (1 - eps)/(N - 1)).  As a schedule it is alpha(t) = 1 - t on the grid
+    t_N = 1, t_k = k (1 - eps)/(N - 1) (k < N).  For N = 1, pi = (1,).
+
+Any user time grid (``GridSchedule(times, base)``, validated: strictly monotone from 0
+to 1) or explicit reveal-probability vector (``ExplicitSchedule(pi)`` or a plain array
+passed to ``reveal_probabilities``) is accepted.
+
+From pi and the length L: ``p_distinct`` = P(every step reveals at most one token)
+= L! e_L(pi_1..pi_N) (log-space dynamic programme; exactly 0 when fewer than L steps
+have pi_j > 0) and ``expected_nfe`` = E[#{j : S_j != {}}] = sum_j 1 - (1 - pi_j)^L, the
+expected number of denoiser evaluations under ddpm_cache.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numba as nb
 import numpy as np
@@ -32,8 +56,30 @@ from .validation import positive_int
 _TOL = 1e-12
 
 
+def _check_alpha(name: str, t: np.ndarray, a: np.ndarray) -> None:
+    """alpha(0) = 1, alpha(1) = 0 and non-increasing on the grid ``t`` (increasing)."""
+    if not np.all(np.isfinite(a)):
+        k = int(np.flatnonzero(~np.isfinite(a))[0])
+        raise ValueError(f"schedule {name}: alpha({t[k]:.6g}) = {a[k]!r} is not a finite number")
+    if abs(a[0] - 1.0) > _TOL:
+        raise ValueError(f"schedule {name}: alpha(0) = {a[0]:.6g}, must be 1")
+    if abs(a[-1]) > _TOL:
+        raise ValueError(f"schedule {name}: alpha(1) = {a[-1]:.6g}, must be 0")
+    rise = np.flatnonzero(a[1:] - a[:-1] > _TOL)
+    if rise.size:
+        k = int(rise[0])
+        raise ValueError(
+            f"schedule {name} is not non-increasing: alpha({t[k]:.6g}) = {a[k]:.6g} < "
+            f"alpha({t[k + 1]:.6g}) = {a[k + 1]:.6g} (reverse step {len(t) - 1 - k})"
+        )
+
+
 class Schedule:
-    """Base class: subclasses define ``alpha(t)`` (vectorised) and optionally ``times(N)``."""
+    """A masking schedule: ``alpha(t)`` (vectorised) and the time grid ``times(N)``.
+
+    ``reveal_probs(N)`` turns them into pi (N,), validating alpha(0) = 1, alpha(1) = 0
+    and monotonicity on the grid (errors name the offending t and reverse step).
+    """
 
     name = "schedule"
 
@@ -47,19 +93,11 @@ class Schedule:
     def reveal_probs(self, N: int) -> np.ndarray:
         """pi (N,): pi[j-1] = P(tau_i = j), j = 1 the first reverse step (from t = 1)."""
         N = positive_int("number of steps N", N)
-        t = self.times(N)
-        a = np.asarray(self.alpha(t), dtype=np.float64)
-        if abs(a[0] - 1.0) > _TOL:
-            raise ValueError(f"schedule {self.name}: alpha(0) = {a[0]:.6g}, must be 1")
-        if abs(a[-1]) > _TOL:
-            raise ValueError(f"schedule {self.name}: alpha(1) = {a[-1]:.6g}, must be 0")
-        d = a[:-1] - a[1:]  # d[k] = alpha(t_k) - alpha(t_{k+1}) >= 0
-        if np.any(d < -_TOL):
-            k = int(np.flatnonzero(d < -_TOL)[0])
-            raise ValueError(
-                f"schedule {self.name} is not non-increasing: alpha({t[k]:.6g}) = {a[k]:.6g} < alpha({t[k + 1]:.6g}) = {a[k + 1]:.6g}"
-            )
-        pi = np.clip(d[::-1], 0.0, None)  # execution order: step j covers [t_{N-j}, t_{N-j+1}]
+        t = np.asarray(self.times(N), dtype=np.float64)
+        a = np.asarray(self.alpha(t), dtype=np.float64).reshape(t.shape)
+        _check_alpha(self.name, t, a)
+        d = a[:-1] - a[1:]  # d[k] = alpha(t_k) - alpha(t_{k+1}) >= 0: reverse step N - k
+        pi = np.clip(d[::-1], 0.0, None)
         return pi / pi.sum()
 
     def __repr__(self) -> str:
@@ -67,6 +105,8 @@ class Schedule:
 
 
 class Linear(Schedule):
+    """alpha(t) = 1 - t: pi_j = 1/N."""
+
     name = "linear"
 
     def alpha(self, t):
@@ -74,22 +114,33 @@ class Linear(Schedule):
 
 
 class Cosine(Schedule):
+    """alpha(t) = cos(pi t / 2)."""
+
     name = "cosine"
 
     def alpha(self, t):
-        return np.cos(0.5 * np.pi * np.asarray(t, dtype=np.float64))
+        a = np.cos(0.5 * np.pi * np.asarray(t, dtype=np.float64))
+        return np.where(np.asarray(t) >= 1.0, 0.0, a)  # cos(pi/2) is 6e-17 in floating point
 
 
-@dataclass
+def _unit_param(name: str, eps, low_open: bool) -> float:
+    try:
+        e = float(eps)
+    except (TypeError, ValueError):
+        raise ValueError(f"schedule {name}: eps must be a number, got {eps!r}") from None
+    ok = (0 < e <= 1) if low_open else (0 <= e < 1)
+    if not (math.isfinite(e) and ok):
+        raise ValueError(f"schedule {name}: eps must be in {'(0, 1]' if low_open else '[0, 1)'}, got {eps!r}")
+    return e
+
+
 class LogLinear(Schedule):
-    """MDLM's log-linear noise (alpha = 1 - t) on MDLM's sampling grid ending at eps."""
+    """MDLM's log-linear schedule as its sampler runs it (module docstring): alpha = 1 - t, grid ending at eps."""
 
-    eps: float = 1e-5
-    name: str = field(default="loglinear", init=False)
+    name = "loglinear"
 
-    def __post_init__(self):
-        if not 0 <= self.eps < 1:
-            raise ValueError(f"loglinear eps must be in [0, 1), got {self.eps}")
+    def __init__(self, eps: float = 1e-5):
+        self.eps = _unit_param("loglinear", eps, low_open=False)
 
     def alpha(self, t):
         return 1.0 - np.asarray(t, dtype=np.float64)
@@ -99,17 +150,27 @@ class LogLinear(Schedule):
         t[0] = 0.0
         return t
 
+    def __repr__(self) -> str:
+        return f"LogLinear(eps={self.eps!r})"
 
-@dataclass
+
 class WarmStart(Schedule):
-    """Theorem 4.2's schedule: the first step reveals an eps fraction in expectation, the rest evenly."""
+    """Theorem 4.2's schedule: pi_1 = eps, the other N - 1 steps share 1 - eps evenly."""
 
-    eps: float = 0.05
-    name: str = field(default="warmstart", init=False)
+    name = "warmstart"
 
-    def __post_init__(self):
-        if not 0 < self.eps <= 1:
-            raise ValueError(f"warmstart eps must be in (0, 1], got {self.eps}")
+    def __init__(self, eps: float = 0.05):
+        self.eps = _unit_param("warmstart", eps, low_open=True)
+
+    def alpha(self, t):
+        return 1.0 - np.asarray(t, dtype=np.float64)
+
+    def times(self, N: int) -> np.ndarray:
+        if N == 1:
+            return np.array([0.0, 1.0])
+        t = (1.0 - self.eps) * np.arange(N + 1) / (N - 1)
+        t[-1] = 1.0
+        return t
 
     def reveal_probs(self, N: int) -> np.ndarray:
         N = positive_int("number of steps N", N)
@@ -117,63 +178,115 @@ class WarmStart(Schedule):
             return np.ones(1)
         return np.concatenate([[self.eps], np.full(N - 1, (1.0 - self.eps) / (N - 1))])
 
-    def alpha(self, t):
-        # alpha on the uniform grid: piecewise linear through the points the reveal probabilities define
-        raise ValueError("warmstart is defined by its reveal probabilities; use reveal_probs(N)")
+    def __repr__(self) -> str:
+        return f"WarmStart(eps={self.eps!r})"
 
 
 class GridSchedule(Schedule):
-    """A user time grid 0 = t_0 < ... < t_N = 1 for a base schedule (default linear)."""
+    """A user time grid (1 = t_N > ... > t_0 = 0, either order) for a base schedule (default linear)."""
 
     name = "grid"
 
     def __init__(self, times, base: Schedule | None = None):
-        t = np.asarray(times, dtype=np.float64)
+        try:
+            t = np.asarray(times, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"a time grid must be a vector of numbers, got {times!r}") from None
         if t.ndim != 1 or len(t) < 2:
-            raise ValueError("a time grid needs at least two points t_0 = 0 and t_N = 1")
+            raise ValueError(f"a time grid needs at least two points t_0 = 0 and t_N = 1, got shape {t.shape}")
+        if not np.all(np.isfinite(t)):
+            k = int(np.flatnonzero(~np.isfinite(t))[0])
+            raise ValueError(f"time grid entry {k} = {t[k]!r} is not a finite number")
         if t[0] > t[-1]:
-            t = t[::-1]
+            t = t[::-1].copy()  # given as 1 = t_N > ... > t_0 = 0
         if abs(t[0]) > _TOL or abs(t[-1] - 1) > _TOL:
-            raise ValueError(f"a time grid must run from 0 to 1, got {t[0]:.6g} .. {t[-1]:.6g}")
+            raise ValueError(f"a time grid must run from t_0 = 0 to t_N = 1, got {t[0]:.6g} .. {t[-1]:.6g}")
         bad = np.flatnonzero(np.diff(t) <= 0)
         if bad.size:
-            raise ValueError(f"time grid is not strictly monotone at t[{bad[0]}] = {t[bad[0]]:.6g}, t[{bad[0] + 1}] = {t[bad[0] + 1]:.6g}")
+            k = int(bad[0])
+            raise ValueError(f"time grid is not strictly monotone at t_{k} = {t[k]:.6g}, t_{k + 1} = {t[k + 1]:.6g}")
+        t[0], t[-1] = 0.0, 1.0
         self._t = t
-        self.base = base or Linear()
+        self.base = base if base is not None else Linear()
+        self.name = f"grid({self.base.name})"
+
+    @property
+    def steps(self) -> int:
+        return len(self._t) - 1
 
     def alpha(self, t):
         return self.base.alpha(t)
 
     def times(self, N: int) -> np.ndarray:
-        if N != len(self._t) - 1:
-            raise ValueError(f"the time grid has {len(self._t) - 1} steps, not N = {N}")
+        if N != self.steps:
+            raise ValueError(f"the time grid has {self.steps} steps, not N = {N}")
         return self._t
+
+    def __repr__(self) -> str:
+        return f"GridSchedule({self.steps} steps, base={self.base!r})"
+
+
+class ExplicitSchedule(Schedule):
+    """An explicit reveal-probability vector pi as a schedule (alpha piecewise linear on the uniform grid)."""
+
+    name = "explicit"
+
+    def __init__(self, pi):
+        self.pi = validate_pi(pi)
+
+    @property
+    def steps(self) -> int:
+        return len(self.pi)
+
+    def alpha(self, t):
+        N = self.steps
+        grid = np.linspace(0.0, 1.0, N + 1)
+        a = np.concatenate([[0.0], np.cumsum(self.pi)])[::-1]  # alpha(t_k) = sum_{j <= N-k} pi_j
+        a[0], a[-1] = 1.0, 0.0
+        return np.interp(np.asarray(t, dtype=np.float64), grid, a)
+
+    def reveal_probs(self, N: int) -> np.ndarray:
+        N = positive_int("number of steps N", N)
+        if N != self.steps:
+            raise ValueError(f"pi has {self.steps} entries but N = {N} steps")
+        return self.pi.copy()
+
+    def __repr__(self) -> str:
+        return f"ExplicitSchedule({self.steps} steps)"
 
 
 SCHEDULES = {"linear": Linear, "cosine": Cosine, "loglinear": LogLinear, "warmstart": WarmStart}
 
 
 def get_schedule(name: str, **params) -> Schedule:
-    """A schedule by name: linear, cosine, loglinear (eps), warmstart (eps)."""
-    if name not in SCHEDULES:
+    """A schedule by name: ``linear``, ``cosine``, ``loglinear`` (eps), ``warmstart`` (eps)."""
+    if not isinstance(name, str) or name not in SCHEDULES:
         raise ValueError(f"unknown schedule {name!r}; valid schedules: {', '.join(SCHEDULES)}")
     cls = SCHEDULES[name]
-    if params and cls in (Linear, Cosine):
-        raise ValueError(f"schedule {name!r} takes no parameters, got {sorted(params)}")
+    allowed = {"eps"} if cls in (LogLinear, WarmStart) else set()
+    extra = sorted(set(params) - allowed)
+    if extra:
+        takes = "takes no parameters" if not allowed else "takes only eps"
+        raise ValueError(f"schedule {name!r} {takes}, got {extra}")
     return cls(**params)
 
 
 def validate_pi(pi, atol: float = 1e-9) -> np.ndarray:
-    """A reveal-probability vector: finite, >= 0, summing to 1 (errors name the entry)."""
-    pi = np.asarray(pi, dtype=np.float64)
+    """A reveal-probability vector: finite, >= 0, summing to 1 (errors name the entry, 1-based step)."""
+    try:
+        pi = np.asarray(pi, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"reveal probabilities pi must be a vector of numbers, got {pi!r}") from None
     if pi.ndim != 1 or pi.size == 0:
         raise ValueError(f"reveal probabilities pi must be a non-empty vector, got shape {pi.shape}")
     bad = np.flatnonzero(~np.isfinite(pi) | (pi < 0))
     if bad.size:
-        raise ValueError(f"reveal probability pi[{bad[0] + 1}] = {float(pi[bad[0]])!r} is not a probability (step {bad[0] + 1})")
-    if abs(pi.sum() - 1) > atol:
-        raise ValueError(f"reveal probabilities sum to {pi.sum():.10g}, not 1")
-    return pi / pi.sum()
+        k = int(bad[0])
+        raise ValueError(f"reveal probability pi[{k + 1}] = {float(pi[k])!r} is not a probability (step {k + 1})")
+    s = float(pi.sum())
+    if abs(s - 1) > atol:
+        raise ValueError(f"reveal probabilities sum to {s:.10g}, not 1")
+    return pi / s
 
 
 def reveal_probabilities(schedule, N: int) -> np.ndarray:
@@ -182,33 +295,49 @@ def reveal_probabilities(schedule, N: int) -> np.ndarray:
         return schedule.reveal_probs(N)
     if isinstance(schedule, str):
         return get_schedule(schedule).reveal_probs(N)
+    N = positive_int("number of steps N", N)
     pi = validate_pi(schedule)
     if len(pi) != N:
         raise ValueError(f"pi has {len(pi)} entries but N = {N} steps")
     return pi
 
 
+def as_pi(pi) -> np.ndarray:
+    """A validated pi from an explicit vector (``Schedule`` objects need N: use ``reveal_probabilities``)."""
+    if isinstance(pi, (Schedule, str)):
+        raise ValueError("pass reveal probabilities pi (reveal_probabilities(schedule, N)), not a schedule")
+    return validate_pi(pi)
+
+
 def reveal_rates(pi) -> np.ndarray:
-    """r_j = pi_j / (1 - sum_{k<j} pi_k): the probability a still-masked position is revealed at step j."""
+    """r_j = pi_j / (1 - sum_{k<j} pi_k): the probability a still-masked position is revealed at step j.
+
+    r is 1 at the last step with pi_j > 0 (everything still masked is revealed there) and
+    at every later step (nothing is left); in particular r_N = 1.
+    """
     pi = validate_pi(pi)
     before = np.concatenate([[0.0], np.cumsum(pi)[:-1]])
     remaining = 1.0 - before
     r = np.where(remaining > 1e-15, pi / np.maximum(remaining, 1e-300), 1.0)
-    r[-1] = 1.0
-    last = np.flatnonzero(pi > 0)[-1]
-    r[last] = 1.0  # everything left is revealed at the last step with positive probability
+    last = int(np.flatnonzero(pi > 0)[-1])
+    r[last:] = 1.0
     return np.clip(r, 0.0, 1.0)
 
 
 def log_p_distinct(pi, L: int) -> float:
-    """log P(all L reveal steps distinct) = log(L! e_L(pi)), by a log-space DP over steps (O(N L))."""
+    """log P(all L reveal steps distinct) = log(L! e_L(pi)); -inf when fewer than L steps have pi_j > 0.
+
+    e_L is the coefficient of x^L in prod_j (1 + pi_j x).  Steps with equal pi_j are grouped,
+    (1 + p x)^m = sum_k C(m, k) p^k x^k, and the groups are multiplied in log space; with
+    many distinct values a log-space recursion e_k <- e_k + pi_j e_{k-1} over steps is used
+    (O(N L), no underflow for any N, L).
+    """
     pi = validate_pi(pi)
     L = positive_int("L", L)
     if np.count_nonzero(pi) < L:
         return -math.inf
     values, counts = np.unique(pi[pi > 0], return_counts=True)
     if len(values) <= 16:
-        # prod_j (1 + pi_j x) grouped by value: (1 + p x)^m = sum_k C(m, k) p^k x^k, convolved in log space
         log_e = np.full(L + 1, -np.inf)
         log_e[0] = 0.0
         for p, m in zip(values, counts):
@@ -258,7 +387,7 @@ def p_distinct(pi, L: int) -> float:
 
 
 def expected_nfe(pi, L: int) -> float:
-    """E[NFE] under ddpm_cache: sum_j 1 - (1 - pi_j)^L (steps that reveal something)."""
+    """E[NFE] under ddpm_cache: sum_j 1 - (1 - pi_j)^L (the steps that reveal something)."""
     pi = validate_pi(pi)
     L = positive_int("L", L)
     with np.errstate(divide="ignore"):

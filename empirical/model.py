@@ -1,35 +1,34 @@
 """The networks of Section 5: a masked diffusion model (MDM) and its autoregressive (AR) baseline.
 
-Both are the same pre-LayerNorm transformer (Appendix E.2, Table 2: hidden 512, 8 layers,
-10 for the 4-gram, 8 heads, L = 512); they differ only in the attention mask.
+Both are the same pre-LayerNorm transformer with learned position embeddings (Appendix E.2,
+Table 2: hidden 512, 8 layers, 8 heads, L = 512 -- the ``paper`` preset; ``tiny`` is a
+CPU-sized version with the same structure).  They differ only in the attention mask.
 
 MDM (bidirectional attention).  The input is x_t with masked positions (``MASK = -1`` in
-sequences) fed as the extra input id ``V``.  The output is MDLM's SUBS parameterization of
-the reverse model p_theta(x_i | x_U) (the denoiser of Eq. 3):
+sequences) fed as the extra input id ``V``.  The output is the SUBS parameterization of the
+reverse model p_theta(x_i | x_U), i.e. the denoiser of Eq. 3 (THEORY §2):
 
-* the head has V outputs, one per real token, so the mask token gets no probability
-  ("zero masking probabilities");
-* at a revealed position the output is the one-hot of the revealed token ("carry-over
-  unmasking"), so revealed tokens pass through unchanged;
-* no time input: the optimal denoiser q(x_i | x_U) does not depend on t (time-agnostic).
+* the head has V outputs, one per real token, so the mask token gets no probability;
+* at a revealed position the output is the one-hot of the revealed token (carry-over), so
+  revealed tokens pass through sampling unchanged;
+* no time input: the optimal denoiser q(x_i | x_U) does not depend on t.
 
-Training minimizes the continuous-time ELBO of MDLM for the log-linear noise alpha(t) = 1 - t:
+Training objective (continuous-time ELBO for alpha(t) = 1 - t, every token masked
+independently with probability t, weight -alpha'(t)/(1 - alpha(t)) = 1/t):
 
-    NELBO(x) = E_{t ~ U(0,1)} [ (1/t) * sum_{i masked in x_t} -log p_theta(x_i | x_t) ],
+    NELBO(x) = E_{t ~ U(0,1)} [ (1/t) * sum_{i masked in x_t} -log p_theta(x_i | x_t) ]
 
-the weight -alpha'(t) / (1 - alpha(t)) = 1/t, every token masked independently with
-probability 1 - alpha(t) = t.  ``mdm_loss`` returns the bracket for given (t, mask);
-E_t of it upper-bounds -log p(x) in nats per sequence.
+``mdm_loss`` returns the bracket for given (t, mask); its expectation upper-bounds -log p(x).
 
 AR (causal attention).  The input is (BOS, x_1, ..., x_{L-1}) with BOS the extra id ``V``;
-position i predicts x_{i+1}.  Generation feeds one token at a time through a KV cache.
+position i predicts x_{i+1}.  Generation feeds one token at a time through a ``KVCache``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 import torch.nn as nn
@@ -39,66 +38,69 @@ from constructions.validation import MASK
 
 NEG = -1e6  # log-probability of an excluded token (exp underflows to exactly 0 in float32)
 
+# Table 2 of the paper, and a CPU-sized version with the same structure.
+PRESETS = {
+    "tiny": dict(d_model=64, n_layers=2, n_heads=4, seq_len=64),
+    "paper": dict(d_model=512, n_layers=8, n_heads=8, seq_len=512),
+}
 
-@dataclass
+
+@dataclass(frozen=True)
 class ModelConfig:
     """Everything that fixes the network's shape."""
 
     vocab_size: int = 8  # V real tokens 0..V-1; input id V is the mask (MDM) or BOS (AR)
-    seq_len: int = 64  # L: length of the position table
-    n_layer: int = 2
-    n_head: int = 4
-    n_embd: int = 64
+    seq_len: int = 64  # L: the longest sequence (and KV cache) the model takes
+    d_model: int = 64
+    n_layers: int = 2
+    n_heads: int = 4
     causal: bool = False  # False: MDM (bidirectional); True: AR baseline
 
     def __post_init__(self):
-        for name in ("vocab_size", "seq_len", "n_layer", "n_head", "n_embd"):
+        for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"ModelConfig.{name} must be a positive integer, got {v!r}")
-        if self.n_embd % self.n_head:
-            raise ValueError(f"ModelConfig.n_embd = {self.n_embd} is not divisible by n_head = {self.n_head}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"ModelConfig.d_model = {self.d_model} is not divisible by n_heads = {self.n_heads}")
+        if not isinstance(self.causal, bool):
+            raise ValueError(f"ModelConfig.causal must be a bool, got {self.causal!r}")
+
+    @classmethod
+    def preset(cls, name: str, vocab_size: int, *, seq_len: int | None = None, causal: bool = False) -> "ModelConfig":
+        """The ``tiny`` or ``paper`` architecture for a vocabulary of ``vocab_size`` tokens."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown model preset {name!r}; valid presets: {', '.join(PRESETS)}")
+        arch = dict(PRESETS[name])
+        if seq_len is not None:
+            arch["seq_len"] = seq_len
+        return cls(vocab_size=vocab_size, causal=causal, **arch)
+
+    def with_(self, **changes) -> "ModelConfig":
+        return replace(self, **changes)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-# Table 2 of the paper, and a CPU-sized version with the same structure.
-ARCHITECTURES = {
-    "paper": dict(n_embd=512, n_layer=8, n_head=8, seq_len=512),
-    "tiny": dict(n_embd=64, n_layer=2, n_head=4, seq_len=64),
-}
-
-
-def model_config(preset: str, vocab_size: int, causal: bool, *, ngram_order: int | None = None, seq_len: int | None = None) -> ModelConfig:
-    """The ``paper`` or ``tiny`` architecture for a language (the paper uses 10 layers for the 4-gram)."""
-    if preset not in ARCHITECTURES:
-        raise ValueError(f"unknown model preset {preset!r}; valid presets: {', '.join(ARCHITECTURES)}")
-    arch = dict(ARCHITECTURES[preset])
-    if preset == "paper" and ngram_order == 4:
-        arch["n_layer"] = 10
-    if seq_len is not None:
-        arch["seq_len"] = seq_len
-    return ModelConfig(vocab_size=vocab_size, causal=causal, **arch)
-
-
 class KVCache:
-    """Keys and values of every layer for incremental AR decoding: (B, H, L, hd) buffers and a fill level."""
+    """Keys and values of every layer for incremental AR decoding: (B, H, capacity, hd) buffers and a fill level."""
 
-    def __init__(self, n_layer: int):
-        self.k: list[torch.Tensor | None] = [None] * n_layer
-        self.v: list[torch.Tensor | None] = [None] * n_layer
-        self.pos = 0  # number of positions already stored
+    def __init__(self, n_layers: int, capacity: int):
+        self.k: list[torch.Tensor | None] = [None] * n_layers
+        self.v: list[torch.Tensor | None] = [None] * n_layers
+        self.capacity = capacity
+        self.pos = 0  # number of positions already stored (advanced by the model after all layers)
 
-    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store k, v (B, H, T, hd) at positions pos..pos+T-1; return all keys/values so far."""
+    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store k, v (B, H, T, hd) at positions pos..pos+T-1; return all keys/values so far (B, H, pos+T, hd)."""
         B, H, T, hd = k.shape
         if self.k[layer] is None:
-            self.k[layer] = k.new_empty(B, H, capacity, hd)
-            self.v[layer] = v.new_empty(B, H, capacity, hd)
+            self.k[layer] = k.new_empty(B, H, self.capacity, hd)
+            self.v[layer] = v.new_empty(B, H, self.capacity, hd)
         end = self.pos + T
-        if end > capacity:
-            raise ValueError(f"KV cache holds {capacity} positions; cannot append up to position {end}")
+        if end > self.capacity:
+            raise ValueError(f"KV cache holds {self.capacity} positions; cannot append up to position {end}")
         self.k[layer][:, :, self.pos:end] = k
         self.v[layer][:, :, self.pos:end] = v
         return self.k[layer][:, :, :end], self.v[layer][:, :, :end]
@@ -107,57 +109,59 @@ class KVCache:
 class SelfAttention(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
-        self.n_head, self.causal, self.layer, self.capacity = cfg.n_head, cfg.causal, layer, cfg.seq_len
-        self.qkv = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)
-        self.proj = nn.Linear(cfg.n_embd, cfg.n_embd)
+        self.n_heads, self.causal, self.layer = cfg.n_heads, cfg.causal, layer
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        B, T, C = x.shape
+        B, T, C = x.shape  # (B, T, C)
         q, k, v = self.qkv(x).split(C, dim=2)  # each (B, T, C)
-        q, k, v = (z.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for z in (q, k, v))  # (B, H, T, hd)
+        q, k, v = (z.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for z in (q, k, v))  # (B, H, T, hd)
         past = 0
         if cache is not None:
             past = cache.pos
-            k, v = cache.append(self.layer, k, v, self.capacity)  # (B, H, past + T, hd)
+            k, v = cache.append(self.layer, k, v)  # (B, H, past + T, hd)
         if not self.causal or T == 1:
-            y = F.scaled_dot_product_attention(q, k, v)  # a single new query may see every stored key
+            y = F.scaled_dot_product_attention(q, k, v)  # bidirectional, or one new query that may see all stored keys
         elif past == 0:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:  # a block of T new queries after `past` cached positions
             allowed = torch.arange(past + T, device=x.device)[None, :] <= (past + torch.arange(T, device=x.device))[:, None]
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)  # (B, H, T, hd)
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, T, C)
         return self.proj(y)
 
 
 class Block(nn.Module):
+    """Pre-LN transformer block: x + attn(LN(x)), then x + MLP(LN(x))."""
+
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
-        self.ln1 = nn.LayerNorm(cfg.n_embd)
+        self.ln1 = nn.LayerNorm(cfg.d_model)
         self.attn = SelfAttention(cfg, layer)
-        self.ln2 = nn.LayerNorm(cfg.n_embd)
-        self.mlp = nn.Sequential(nn.Linear(cfg.n_embd, 4 * cfg.n_embd), nn.GELU(), nn.Linear(4 * cfg.n_embd, cfg.n_embd))
+        self.ln2 = nn.LayerNorm(cfg.d_model)
+        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model))
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), cache)
-        return x + self.mlp(self.ln2(x))
+        x = x + self.attn(self.ln1(x), cache)  # (B, T, C)
+        return x + self.mlp(self.ln2(x))  # (B, T, C)
 
 
 class Transformer(nn.Module):
-    """Token ids (B, T) in 0..V (V = mask or BOS) -> logits (B, T, V) over the real tokens, float32."""
+    """Token ids (B, T) in 0..V (V = mask or BOS) -> logits (B, T, V) over the V real tokens, float32."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
-        self.tok = nn.Embedding(cfg.vocab_size + 1, cfg.n_embd)  # + the mask / BOS id
-        self.pos = nn.Embedding(cfg.seq_len, cfg.n_embd)
-        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
-        self.ln_f = nn.LayerNorm(cfg.n_embd)
-        self.head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)  # no output for the mask token
+        self.tok = nn.Embedding(cfg.vocab_size + 1, cfg.d_model)  # + the mask / BOS id
+        self.pos = nn.Embedding(cfg.seq_len, cfg.d_model)  # learned positions
+        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)  # no output for the mask token
         self.apply(self._init)
         for name, p in self.named_parameters():  # scaled init of the residual projections (GPT-2)
             if name.endswith("attn.proj.weight") or name.endswith("mlp.2.weight"):
-                nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg.n_layer))
+                nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg.n_layers))
 
     @staticmethod
     def _init(m: nn.Module) -> None:
@@ -170,16 +174,21 @@ class Transformer(nn.Module):
     def mask_id(self) -> int:
         return self.cfg.vocab_size
 
+    def new_cache(self) -> KVCache:
+        return KVCache(self.cfg.n_layers, self.cfg.seq_len)
+
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
     def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        B, T = idx.shape
+        B, T = idx.shape  # (B, T) ids in 0..V
         start = 0 if cache is None else cache.pos
         if start + T > self.cfg.seq_len:
-            raise ValueError(f"sequence length {start + T} exceeds the model's L = {self.cfg.seq_len}")
-        pos = torch.arange(start, start + T, device=idx.device)
-        x = self.tok(idx) + self.pos(pos)  # (B, T, C)
+            raise ValueError(f"sequence length L = {start + T} exceeds the model's seq_len = {self.cfg.seq_len}")
+        if cache is not None and not self.cfg.causal:
+            raise ValueError("a KV cache is only meaningful for a causal (AR) model")
+        pos = torch.arange(start, start + T, device=idx.device)  # (T,)
+        x = self.tok(idx) + self.pos(pos)[None]  # (B, T, C)
         for block in self.blocks:
             x = block(x, cache)
         if cache is not None:
@@ -190,7 +199,7 @@ class Transformer(nn.Module):
 # ----------------------------------------------------------------------------- MDM
 
 def mdm_input(x: torch.Tensor, vocab_size: int) -> torch.Tensor:
-    """Sequences with MASK entries -> input ids (MASK becomes id V)."""
+    """Sequences (B, L) with MASK entries -> input ids (MASK becomes id V)."""
     return torch.where(x == MASK, torch.full_like(x, vocab_size), x)
 
 
@@ -202,30 +211,32 @@ def subs_log_probs(model: Transformer, x: torch.Tensor) -> torch.Tensor:
     """
     V = model.cfg.vocab_size
     logp = F.log_softmax(model(mdm_input(x, V)), dim=-1)  # (B, L, V)
-    revealed = x != MASK
     carry = torch.full_like(logp, NEG).scatter_(-1, x.clamp(min=0).unsqueeze(-1), 0.0)  # (B, L, V)
-    return torch.where(revealed.unsqueeze(-1), carry, logp)
+    return torch.where((x != MASK).unsqueeze(-1), carry, logp)
 
 
 def diffusion_noise(batch: int, length: int, generator: torch.Generator, t_min: float = 1e-3) -> tuple[torch.Tensor, torch.Tensor]:
-    """Times t (B,) on [t_min, 1] (stratified over the batch, as MDLM's antithetic sampling) and masks (B, L), P(mask) = t."""
-    u = (torch.rand(1, generator=generator) + torch.arange(batch) / batch) % 1.0
+    """Times t (B,) on [t_min, 1], stratified over the batch (antithetic), and masks (B, L) with P(mask) = t."""
+    u = (torch.rand(1, generator=generator) + torch.arange(batch) / batch) % 1.0  # (B,) one per stratum
     t = t_min + (1.0 - t_min) * u  # (B,)
     mask = torch.rand(batch, length, generator=generator) < t[:, None]  # (B, L)
     return t, mask
 
 
+def _cfg(model: nn.Module) -> ModelConfig:
+    return model.module.cfg if hasattr(model, "module") else model.cfg
+
+
 def mdm_loss(model: nn.Module, x0: torch.Tensor, t: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Per-sequence ELBO term (1/t) sum_{i masked} -log p_theta(x0_i | x_t), nats, shape (B,).
 
-    Revealed positions contribute nothing under SUBS (carry-over gives them probability 1),
-    so only the masked positions' cross entropies enter.
+    Revealed positions contribute nothing under SUBS (carry-over gives them probability 1).
     """
-    V = model.module.cfg.vocab_size if hasattr(model, "module") else model.cfg.vocab_size
-    xt = torch.where(mask, torch.full_like(x0, V), x0)
+    V = _cfg(model).vocab_size
+    xt = torch.where(mask, torch.full_like(x0, V), x0)  # (B, L)
     logp = F.log_softmax(model(xt), dim=-1)  # (B, L, V)
     nll = -logp.gather(-1, x0.unsqueeze(-1)).squeeze(-1)  # (B, L)
-    return (nll * mask).sum(dim=1) / t
+    return (nll * mask).sum(dim=1) / t  # (B,)
 
 
 # ----------------------------------------------------------------------------- AR
@@ -237,10 +248,10 @@ def ar_input(x0: torch.Tensor, vocab_size: int) -> torch.Tensor:
 
 
 def ar_loss(model: nn.Module, x0: torch.Tensor) -> torch.Tensor:
-    """Per-sequence negative log-likelihood -log p_theta(x0) in nats, shape (B,)."""
-    V = model.module.cfg.vocab_size if hasattr(model, "module") else model.cfg.vocab_size
+    """Per-sequence next-token cross entropy -log p_theta(x0) in nats, shape (B,)."""
+    V = _cfg(model).vocab_size
     logp = F.log_softmax(model(ar_input(x0, V)), dim=-1)  # (B, L, V)
-    return -logp.gather(-1, x0.unsqueeze(-1)).squeeze(-1).sum(dim=1)
+    return -logp.gather(-1, x0.unsqueeze(-1)).squeeze(-1).sum(dim=1)  # (B,)
 
 
 def autocast(device: torch.device | str):

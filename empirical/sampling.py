@@ -1,25 +1,26 @@
-"""Sampling from trained networks: MDLM's ddpm_cache sampler (Eq. 3, THEORY §2) and AR decoding.
+"""Sampling: the ddpm_cache sampler of Eq. 3 (THEORY §2) for any denoiser, and AR decoding with a KV cache.
 
-ddpm_cache.  N reverse steps j = 1..N with reveal probabilities pi (from any schedule of
-:mod:`constructions.schedules`; ``linear``, alpha = 1 - t, by default).  At step j every
-still-masked position is revealed with probability r_j = pi_j / (1 - sum_{k<j} pi_k)
-= (alpha_s - alpha_t) / (1 - alpha_t), independently; a revealed position draws its token
-from the denoiser's p(. | x_U) at the current state; revealed tokens are carried over and
-never change; r_N = 1, so no mask is ever emitted.  The output law is exactly p_N of Eq. 3.
+ddpm_cache.  N reverse steps j = 1..N with reveal probabilities pi (N,) (a schedule name, a
+Schedule, or an explicit vector; :func:`constructions.schedules.reveal_probabilities`).  Each
+position's reveal step tau_i is i.i.d. ~ pi; equivalently, at step j every still-masked position
+is revealed with probability r_j = pi_j / (1 - sum_{k<j} pi_k) (r_N = 1), independently.  The
+positions revealed at step j (the set S_j) draw their tokens independently from the denoiser's
+p(. | x_U) at the current state x_U; revealed tokens are carried over and never change; no mask
+is ever emitted.  The law of the output is p_N of Eq. 3.
 
-Caching.  The network is time-agnostic, so its output depends on the state alone.  A step
-that reveals nothing in a sequence leaves its state unchanged, and the cached output would be
-reused; since a sequence's state changes only at the steps where it reveals something, the
-network is run for a sequence exactly at those steps.  Per sequence, NFE = #{j : S_j != {}},
+Caching.  The denoiser is time-agnostic, so its output depends on the state alone; the state of a
+sequence changes only at the steps where it reveals something, so the denoiser is evaluated for
+that sequence exactly at those steps: NFE = #{j : S_j != {}} per sequence, with
 E[NFE] = sum_j 1 - (1 - pi_j)^L (:func:`constructions.schedules.expected_nfe`).
 
-Denoisers.  ``mdm_sample`` accepts a trained :class:`~empirical.model.Transformer`, a
-:class:`ModelDenoiser`, a language (its oracle denoiser q(x_i | x_U), continued uniformly
-once a sample has left the support) or any callable of the denoiser protocol (int (B, L)
-with MASK -> probabilities (B, L, V)); all of them run through the same loop.
+Denoisers.  Anything of the denoiser protocol (int64 (B, L) with MASK -> probabilities (B, L, V),
+NumPy), e.g. the oracle ``language.posterior_marginals`` or a language object itself (the
+oracle, continued uniformly once a sample has left the support, since the independent draws of
+one step can leave it -- that is the SER of Theorem 4.3), or a trained MDM wrapped in
+:class:`MDMDenoiser` (or passed as a :class:`~empirical.model.Transformer`).
 
-AR.  ``ar_sample`` draws x_i ~ p_theta(. | x_<i) for i = 1..L, one network call per token,
-with a KV cache (or, for checking, re-running the prefix each time).
+AR.  :func:`ar_sample` draws x_i ~ p_theta(. | x_<i) for i = 1..L, one network call per token,
+with a KV cache (``use_cache=False`` re-runs the prefix, for checking).
 """
 
 from __future__ import annotations
@@ -31,30 +32,42 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from constructions.schedules import reveal_probabilities, reveal_rates
 from constructions.validation import MASK, positive_int
 
-from .model import KVCache, Transformer, autocast, subs_log_probs
+from .model import Transformer, ar_input, ar_loss, autocast, subs_log_probs
+
+
+def _pi(schedule, N: int) -> np.ndarray:
+    from constructions.schedules import reveal_probabilities
+
+    return np.asarray(reveal_probabilities(schedule, N), dtype=np.float64)
+
+
+def reveal_rates_of(pi: np.ndarray) -> np.ndarray:
+    """r_j = pi_j / (1 - sum_{k<j} pi_k), 1 from the last step with pi_j > 0 on (so r_N = 1)."""
+    from constructions.schedules import reveal_rates
+
+    return np.asarray(reveal_rates(pi), dtype=np.float64)
 
 
 @dataclass
 class SampleResult:
     samples: np.ndarray  # int64 (num, L)
-    nfe: np.ndarray  # int64 (num,): network evaluations per sequence
+    nfe: np.ndarray  # int64 (num,): denoiser evaluations per sequence
     seconds: float  # wall-clock time of the sampling loop
-    reveal_step: np.ndarray | None = None  # int64 (num, L): the step tau_i (1..N) revealing each position (MDM)
+    reveal_step: np.ndarray | None = None  # int64 (num, L): tau_i in 1..N (MDM only)
 
 
-class ModelDenoiser:
-    """A trained MDM as a denoiser: ``X`` int (B, L) with MASK -> probabilities (B, L, V).
+class MDMDenoiser:
+    """A trained MDM as a denoiser: ``X`` int (B, L) with MASK -> probabilities (B, L, V) (SUBS).
 
-    NumPy input gives float64 NumPy output (the denoiser protocol); ``torch_probs`` works on
-    tensors on the model's device.  Evaluation is batched and uses bf16 autocast on CUDA.
+    NumPy input gives float64 NumPy output (the denoiser protocol); :meth:`torch_probs` works on
+    tensors on the model's device.  Evaluation is batched (bf16 autocast on CUDA).
     """
 
     def __init__(self, model: Transformer, batch: int = 256):
         if model.cfg.causal:
-            raise ValueError("ModelDenoiser needs a bidirectional MDM, got a causal (AR) model")
+            raise ValueError("MDMDenoiser needs a bidirectional MDM, got a causal (AR) model")
         self.model = model.eval()
         self.batch = positive_int("batch", batch)
         self.vocab_size = model.cfg.vocab_size
@@ -65,36 +78,40 @@ class ModelDenoiser:
 
     @torch.no_grad()
     def torch_probs(self, X: torch.Tensor) -> torch.Tensor:
+        X = X.to(self.device)
         out = []
         with autocast(self.device):
             for s in range(0, X.shape[0], self.batch):
-                out.append(subs_log_probs(self.model, X[s:s + self.batch]).exp())
+                out.append(subs_log_probs(self.model, X[s:s + self.batch]).float().exp())  # (b, L, V)
         return torch.cat(out)
 
-    def __call__(self, X):
+    def __call__(self, X) -> np.ndarray:
         X = np.asarray(X, dtype=np.int64)
         if X.ndim == 1:
             X = X[None]
-        if X.min(initial=0) < MASK or X.max(initial=0) >= self.vocab_size:
-            bad = np.argwhere((X < MASK) | (X >= self.vocab_size))[0]
-            raise ValueError(f"token {X[tuple(bad)]} at sequence {bad[0]}, position {bad[1]} is not in 0..{self.vocab_size - 1} or MASK")
-        P = self.torch_probs(torch.as_tensor(X, device=self.device))
-        return P.double().cpu().numpy()
+        bad = (X < MASK) | (X >= self.vocab_size)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise ValueError(f"token {X[i, j]} at sequence {i}, position {j} is not in 0..{self.vocab_size - 1} or MASK")
+        return self.torch_probs(torch.as_tensor(X)).double().cpu().numpy()
 
 
-class _ProtocolDenoiser:
-    """Any denoiser-protocol callable (NumPy in, NumPy out), e.g. a language's oracle, on tensors."""
+ModelDenoiser = MDMDenoiser  # alias
+
+
+class _NumpyDenoiser:
+    """A denoiser-protocol callable (NumPy in, NumPy out) used on tensors."""
 
     def __init__(self, fn):
         self.fn = fn
 
     def torch_probs(self, X: torch.Tensor) -> torch.Tensor:
         P = np.asarray(self.fn(X.cpu().numpy()), dtype=np.float64)
-        return torch.as_tensor(P, dtype=torch.float32, device=X.device)
+        return torch.as_tensor(P, device=X.device)
 
 
-def oracle(language):
-    """The oracle denoiser q(x_i | x_U) of a language (uniform where q(x_U) = 0), as a protocol callable."""
+def oracle_denoiser(language):
+    """The oracle q(x_i | x_U) of a language, uniform where q(x_U) = 0 (a sample that left the support)."""
 
     def denoise(X):
         return language.posterior_marginals(X, off_support="uniform")
@@ -102,41 +119,52 @@ def oracle(language):
     return denoise
 
 
-def _as_torch_denoiser(den):
+def as_torch_denoiser(den):
+    """Normalize a Transformer / MDMDenoiser / language / bound ``posterior_marginals`` / callable."""
     if isinstance(den, Transformer):
-        return ModelDenoiser(den)
+        return MDMDenoiser(den)
     if hasattr(den, "torch_probs"):
         return den
     if hasattr(den, "posterior_marginals"):
-        return _ProtocolDenoiser(oracle(den))
+        return _NumpyDenoiser(oracle_denoiser(den))
+    owner = getattr(den, "__self__", None)
+    if getattr(den, "__name__", "") == "posterior_marginals" and owner is not None:
+        return _NumpyDenoiser(oracle_denoiser(owner))  # the oracle must not raise once a sample left the support
     if callable(den):
-        return _ProtocolDenoiser(den)
+        return _NumpyDenoiser(den)
     raise ValueError(f"not a denoiser: {type(den).__name__}")
 
 
 def _draw(P: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Inverse-CDF draw from rows P (..., V) with uniforms u (...)."""
-    cdf = P.float().cumsum(-1)
-    k = (cdf < u.unsqueeze(-1) * cdf[..., -1:]).sum(-1)
+    """Inverse-CDF draw from rows P (..., V) with uniforms u (...); never an index outside 0..V-1."""
+    cdf = P.double().cumsum(-1)  # (..., V)
+    k = (cdf < u.double().unsqueeze(-1) * cdf[..., -1:]).sum(-1)
     return k.clamp_(max=P.shape[-1] - 1)
 
 
 @torch.no_grad()
-def mdm_sample(denoiser, num: int, L: int, vocab_size: int, steps: int, schedule="linear", seed: int = 0,
-               batch: int = 256, device="cpu", greedy_last: bool = False) -> SampleResult:
-    """``num`` sequences of length L from the N-step factorized sampler (ddpm_cache).
+def ddpm_cache(denoiser, num: int, L: int, schedule="linear", steps: int | None = None, *, seed: int = 0,
+               vocab_size: int | None = None, batch: int = 256, device="cpu") -> SampleResult:
+    """``num`` sequences of length L from the N-step factorized sampler (Eq. 3) with caching.
 
-    ``schedule``: a schedule name, a :class:`~constructions.schedules.Schedule` or an explicit
-    reveal-probability vector pi of length ``steps``.  ``greedy_last`` (off by default, so the
-    law is exactly p_N) fills the positions still masked at the last step with the argmax.
-    Same seed, batch and device: same samples.
+    ``schedule``: a schedule name (then ``steps`` = N is required), a Schedule, or an explicit pi
+    (N,).  Same seed, batch and device: same samples.
     """
     num = positive_int("num", num)
     L = positive_int("L", L)
-    N = positive_int("number of steps N", steps)
-    pi = reveal_probabilities(schedule, N)
-    rates = reveal_rates(pi)
-    den = _as_torch_denoiser(denoiser)
+    if isinstance(schedule, str) or hasattr(schedule, "reveal_probs"):
+        if steps is None:
+            raise ValueError(f"schedule {schedule!r} needs the number of steps N")
+        N = positive_int("number of steps N", steps)
+        pi = _pi(schedule, N)
+    else:
+        pi = np.asarray(schedule, dtype=np.float64).ravel()
+        if steps is not None and steps != len(pi):
+            raise ValueError(f"pi has {len(pi)} entries but steps N = {steps}")
+        pi = _pi(pi, len(pi))
+        N = len(pi)
+    rates = reveal_rates_of(pi)
+    den = as_torch_denoiser(denoiser)
     device = torch.device(device)
     gen = torch.Generator(device=device).manual_seed(int(seed))
     out = np.empty((num, L), dtype=np.int64)
@@ -145,22 +173,22 @@ def mdm_sample(denoiser, num: int, L: int, vocab_size: int, steps: int, schedule
     t0 = time.perf_counter()
     for s in range(0, num, batch):
         b = min(batch, num - s)
-        X = torch.full((b, L), MASK, dtype=torch.long, device=device)
+        X = torch.full((b, L), MASK, dtype=torch.long, device=device)  # x_U: all masked at t = 1
         step = torch.zeros((b, L), dtype=torch.long, device=device)
         calls = torch.zeros(b, dtype=torch.long, device=device)
         for j in range(N):
-            if rates[j] <= 0:
-                continue
-            reveal = (X == MASK) & (torch.rand(b, L, generator=gen, device=device) < rates[j])  # (b, L)
-            u = torch.rand(b, L, generator=gen, device=device)
-            rows = reveal.any(dim=1).nonzero().squeeze(1)  # sequences whose state changes at this step
+            reveal = (X == MASK) & (torch.rand(b, L, generator=gen, device=device) < rates[j])  # (b, L): S_j
+            u = torch.rand(b, L, generator=gen, device=device)  # (b, L)
+            rows = reveal.any(dim=1).nonzero().squeeze(1)  # sequences whose state changes at step j
             if rows.numel() == 0:
-                continue
-            P = den.torch_probs(X[rows])  # (r, L, V)
-            if P.shape[-1] != vocab_size:
-                raise ValueError(f"denoiser returned {P.shape[-1]} token probabilities, expected V = {vocab_size}")
-            tok = P.argmax(-1) if (greedy_last and j == N - 1) else _draw(P, u[rows])
-            X[rows] = torch.where(reveal[rows], tok, X[rows])
+                continue  # cache: nothing revealed, no evaluation
+            P = den.torch_probs(X[rows]).to(device)  # (r, L, V) given the current x_U
+            if vocab_size is None:
+                vocab_size = P.shape[-1]
+            elif P.shape[-1] != vocab_size:
+                raise ValueError(f"denoiser returned {P.shape[-1]} token probabilities at step {j + 1}, expected V = {vocab_size}")
+            tok = _draw(P, u[rows])  # (r, L)
+            X[rows] = torch.where(reveal[rows], tok, X[rows])  # only S_j changes
             step[reveal] = j + 1
             calls[rows] += 1
         out[s:s + b] = X.cpu().numpy()
@@ -173,6 +201,15 @@ def mdm_sample(denoiser, num: int, L: int, vocab_size: int, steps: int, schedule
     return SampleResult(out, nfe, time.perf_counter() - t0, tau)
 
 
+def mdm_sample(denoiser, num: int, L: int, vocab_size: int | None, steps: int, schedule="linear", seed: int = 0,
+               batch: int = 256, device="cpu") -> SampleResult:
+    """Positional form of :func:`ddpm_cache` (denoiser, num, L, V, N, schedule)."""
+    pi = _pi(schedule, steps)
+    return ddpm_cache(denoiser, num, L, pi, seed=seed, vocab_size=vocab_size, batch=batch, device=device)
+
+
+# ----------------------------------------------------------------------------- AR
+
 @torch.no_grad()
 def ar_logits(model: Transformer, x: torch.Tensor, use_cache: bool = True) -> torch.Tensor:
     """Next-token logits (B, L, V) for every prefix of x (B, L), computed the way generation does.
@@ -181,23 +218,23 @@ def ar_logits(model: Transformer, x: torch.Tensor, use_cache: bool = True) -> to
     re-run for every position.  Both equal ``model(ar_input(x))`` up to rounding.
     """
     B, L = x.shape
-    V = model.cfg.vocab_size
-    inp = torch.cat([torch.full_like(x[:, :1], V), x[:, :-1]], dim=1)
+    inp = ar_input(x, model.cfg.vocab_size)  # (B, L)
     if use_cache:
-        cache = KVCache(model.cfg.n_layer)
+        cache = model.new_cache()
         return torch.cat([model(inp[:, i:i + 1], cache) for i in range(L)], dim=1)
     return torch.cat([model(inp[:, :i + 1])[:, -1:] for i in range(L)], dim=1)
 
 
 @torch.no_grad()
-def ar_sample(model: Transformer, num: int, L: int, seed: int = 0, batch: int = 256, device="cpu", use_cache: bool = True) -> SampleResult:
-    """``num`` sequences x_i ~ p_theta(. | x_<i), temperature 1 (the model's exact law); NFE = L."""
+def ar_sample(model: Transformer, num: int, L: int, seed: int = 0, batch: int = 256, device="cpu",
+              use_cache: bool = True) -> SampleResult:
+    """``num`` sequences x_i ~ p_theta(. | x_<i) at temperature 1; NFE = L per sequence."""
     if not model.cfg.causal:
         raise ValueError("ar_sample needs a causal (AR) model")
     num = positive_int("num", num)
     L = positive_int("L", L)
     if L > model.cfg.seq_len:
-        raise ValueError(f"L = {L} exceeds the model's position table ({model.cfg.seq_len})")
+        raise ValueError(f"L = {L} exceeds the model's seq_len = {model.cfg.seq_len}")
     model.eval()
     device = torch.device(device)
     gen = torch.Generator(device=device).manual_seed(int(seed))
@@ -208,15 +245,15 @@ def ar_sample(model: Transformer, num: int, L: int, seed: int = 0, batch: int = 
         for s in range(0, num, batch):
             b = min(batch, num - s)
             X = torch.empty((b, L), dtype=torch.long, device=device)
-            tok = torch.full((b, 1), V, dtype=torch.long, device=device)  # BOS
-            cache = KVCache(model.cfg.n_layer) if use_cache else None
+            bos = torch.full((b, 1), V, dtype=torch.long, device=device)
+            tok = bos
+            cache = model.new_cache() if use_cache else None
             for i in range(L):
                 if use_cache:
                     logits = model(tok, cache)[:, -1]  # (b, V)
                 else:
-                    logits = model(torch.cat([torch.full((b, 1), V, dtype=torch.long, device=device), X[:, :i]], 1))[:, -1]
-                P = F.softmax(logits.float(), dim=-1)
-                nxt = _draw(P, torch.rand(b, generator=gen, device=device))
+                    logits = model(torch.cat([bos, X[:, :i]], 1))[:, -1]  # (b, V)
+                nxt = _draw(F.softmax(logits.float(), dim=-1), torch.rand(b, generator=gen, device=device))  # (b,)
                 X[:, i] = nxt
                 tok = nxt[:, None]
             out[s:s + b] = X.cpu().numpy()
@@ -228,8 +265,6 @@ def ar_sample(model: Transformer, num: int, L: int, seed: int = 0, batch: int = 
 @torch.no_grad()
 def ar_sequence_nll(model: Transformer, x: np.ndarray, batch: int = 256) -> np.ndarray:
     """-ln p_AR(x) per sequence (nats), float64 (n,)."""
-    from .model import ar_loss
-
     device = next(model.parameters()).device
     model.eval()
     out = []

@@ -22,6 +22,8 @@ COMMANDS = {
     "sample": ("mdmt.commands.sample", "oracle MDM sampler at any length: SER, generative perplexity, NFE"),
     "dependencies": ("mdmt.commands.dependencies", "exact expected number of dependencies E[sum_j D_j]"),
     "curve": ("mdmt.commands.curve", "bound curves for TER and SER and the step counts they imply"),
+    "train": ("mdmt.commands.train", "train an MDM or autoregressive transformer on a language"),
+    "speed": ("mdmt.commands.speed", "time MDM sampling against autoregressive generation with a KV cache"),
 }
 
 

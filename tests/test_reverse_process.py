@@ -36,7 +36,7 @@ def test_named_schedules_give_reveal_laws():
 def test_bad_schedules_are_rejected():
     with pytest.raises(ValueError, match="not strictly monotone"):
         GridSchedule([0, 0.5, 0.4, 1.0])
-    with pytest.raises(ValueError, match="must run from 0 to 1"):
+    with pytest.raises(ValueError, match="must run from t_0 = 0 to t_N = 1"):
         GridSchedule([0, 0.5, 0.9])
     with pytest.raises(ValueError, match=r"reveal probabilities sum to 0.9, not 1"):
         reveal_probabilities([0.5, 0.4], 2)

@@ -1,0 +1,214 @@
+"""Training an MDM or its AR baseline on sequences drawn from a language (Section 5, Appendix E.2).
+
+Objective.  The MDM minimizes the continuous-time ELBO of :func:`empirical.model.mdm_loss`
+for the linear (log-linear) schedule alpha(t) = 1 - t: per sequence t ~ U(t_min, 1) (stratified
+over the batch), every token masked with probability t, loss (1/t) * sum over the masked
+positions of the cross entropy, divided by L.  The AR model minimizes the next-token cross
+entropy per token.  Both are in nats per token.
+
+Validation.  A fixed validation set (drawn from the seed) gives the per-token NLL -- the NELBO
+for the MDM (an upper bound on -ln p_theta(x)/L), the exact NLL for the AR model -- which is
+compared with the language's entropy rate H(X_1..X_L)/L, the least any model can reach
+(:func:`empirical.metrics.entropy_rate`: exact for an n-gram, Monte Carlo otherwise).
+
+Optimizer.  AdamW (betas 0.9, 0.999, weight decay 0), linear warm-up over the first 10% of the
+steps then cosine decay to 0, gradient-norm clipping at 1.
+
+Determinism and resume.  Every random draw is a function of (seed, step): the training batch of
+step s is ``language.sample`` with a generator seeded by (seed, 1, s), its masking noise comes
+from a torch generator seeded by (seed, 2, s), and the initialization from (seed, 0).  The
+checkpoint stores model, optimizer, scheduler, step, history and the torch/NumPy RNG states, so
+k steps in one go equal j steps, a resume, and k - j more (bit for bit on CPU).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from constructions.validation import positive_int
+
+from .model import ModelConfig, Transformer, ar_loss, autocast, diffusion_noise, mdm_loss
+
+
+def seed_of(*parts: int) -> int:
+    """A 63-bit seed mixed from integers (independent streams for (seed, purpose, index))."""
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(2, dtype=np.uint32).view(np.uint64)[0] >> 1)
+
+
+def cosine_with_warmup(step: int, total: int, warmup: int) -> float:
+    """Learning-rate factor: linear warm-up to 1 over ``warmup`` steps, then cosine decay to 0 at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def batch_at(language, seed: int, step: int, batch: int, L: int) -> np.ndarray:
+    """The training sequences of a step: int64 (batch, L), a function of (seed, step) only."""
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1, int(step)]))
+    return np.asarray(language.sample(batch, L, rng), dtype=np.int64)
+
+
+@dataclass
+class TrainResult:
+    model: Transformer
+    step: int  # optimizer steps done
+    losses: list = field(default_factory=list)  # training loss (nats/token) of every step done
+    history: list = field(default_factory=list)  # validation records {"step", "val_nll", "entropy_rate", "gap"}
+    val_nll: float = math.nan  # final validation NLL per token
+    entropy_rate: float = math.nan
+    seconds: float = 0.0
+    checkpoint: str | None = None
+
+    def summary(self) -> dict:
+        return {"step": self.step, "val_nll": self.val_nll, "entropy_rate": self.entropy_rate,
+                "gap": self.val_nll - self.entropy_rate, "final_train_loss": self.losses[-1] if self.losses else None,
+                "parameters": self.model.num_parameters(), "seconds": self.seconds, "checkpoint": self.checkpoint,
+                "history": self.history}
+
+
+@torch.no_grad()
+def validation_nll(model: Transformer, val: torch.Tensor, seed: int, t_min: float, batch: int = 256) -> float:
+    """Per-token validation NLL in nats (the NELBO for an MDM, with noise fixed by the seed)."""
+    n, L = val.shape
+    device = next(model.parameters()).device
+    t, mask = diffusion_noise(n, L, torch.Generator().manual_seed(seed_of(seed, 4)), t_min)
+    was = model.training
+    model.eval()
+    total = 0.0
+    for s in range(0, n, batch):
+        xb = val[s:s + batch].to(device)
+        with autocast(device):
+            if model.cfg.causal:
+                loss = ar_loss(model, xb)
+            else:
+                loss = mdm_loss(model, xb, t[s:s + batch].to(device), mask[s:s + batch].to(device))
+        total += float(loss.double().sum())
+    model.train(was)
+    return total / (n * L)
+
+
+def load_model(path: str | os.PathLike, device="cpu") -> Transformer:
+    """The trained network stored in a checkpoint written by :func:`train`."""
+    state = torch.load(path, map_location=device, weights_only=False)
+    model = Transformer(ModelConfig(**state["model_config"])).to(device)
+    model.load_state_dict(state["model"])
+    return model.eval()
+
+
+def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 3e-4, seed: int = 0,
+          ckpt_path: str | os.PathLike | None = None, resume: bool = False, *, device=None, t_min: float = 1e-3,
+          warmup_frac: float = 0.1, grad_clip: float = 1.0, eval_every: int | None = None, val_size: int = 256,
+          ckpt_every: int | None = None, stop_at: int | None = None, progress: bool = True) -> TrainResult:
+    """Train (or resume) an MDM (``model_cfg.causal`` False) or AR model on sequences of length ``model_cfg.seq_len``.
+
+    ``ckpt_path``: checkpoint written every ``ckpt_every`` steps, at the end, and when stopping at
+    ``stop_at`` (a step count; the schedule still runs to ``steps``).  ``resume``: continue from
+    ``ckpt_path`` if it exists (ValueError if it was made with other settings).
+    """
+    steps = positive_int("steps", steps)
+    batch = positive_int("batch", batch)
+    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"learning rate lr must be a positive finite number, got {lr!r}")
+    if not 0 < t_min < 1:
+        raise ValueError(f"t_min must be in (0, 1), got {t_min!r}")
+    if language.n_symbols != model_cfg.vocab_size:
+        raise ValueError(f"the language has V = {language.n_symbols} tokens but the model's vocab_size is {model_cfg.vocab_size}")
+    device = torch.device(device) if device is not None else default_device()
+    L = model_cfg.seq_len
+    eval_every = eval_every or max(1, steps // 10)
+    settings = {"model_config": model_cfg.to_dict(), "steps": steps, "batch": batch, "lr": float(lr), "seed": int(seed),
+                "t_min": t_min, "warmup_frac": warmup_frac, "grad_clip": grad_clip, "val_size": val_size}
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed_of(seed, 0))
+        model = Transformer(model_cfg)
+    model = model.to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.999), weight_decay=0.0)
+    warmup = int(round(warmup_frac * steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, partial(cosine_with_warmup, total=steps, warmup=warmup))
+    step, losses, history = 0, [], []
+    ckpt = Path(ckpt_path) if ckpt_path is not None else None
+    if resume and ckpt is not None and ckpt.exists():
+        st = torch.load(ckpt, map_location="cpu", weights_only=False)  # RNG states must stay CPU tensors
+        if st["settings"] != settings:
+            diff = sorted(k for k in settings if st["settings"].get(k) != settings[k])
+            raise ValueError(f"checkpoint {ckpt} was made with other settings ({', '.join(diff)} differ); "
+                             "use another path or resume=False")
+        model.load_state_dict(st["model"])
+        opt.load_state_dict(st["optimizer"])
+        sched.load_state_dict(st["scheduler"])
+        step, losses, history = st["step"], st["losses"], st["history"]
+        torch.set_rng_state(st["rng"]["torch"].cpu())
+        np.random.set_state(st["rng"]["numpy"])
+
+    def save():
+        if ckpt is None:
+            return
+        ckpt.parent.mkdir(parents=True, exist_ok=True)
+        state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                 "step": step, "losses": losses, "history": history, "settings": settings,
+                 "model_config": model_cfg.to_dict(),
+                 "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state()}}
+        tmp = ckpt.with_name(ckpt.name + ".tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, ckpt)
+
+    from .metrics import entropy_rate
+
+    H = entropy_rate(language, L, seed=seed_of(seed, 5) % (2**32))["value"]
+    val_rng = np.random.default_rng(np.random.SeedSequence([int(seed), 3]))
+    val = torch.as_tensor(np.asarray(language.sample(val_size, L, val_rng), dtype=np.int64))
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=steps, initial=step, desc=f"train {'AR' if model_cfg.causal else 'MDM'}", dynamic_ncols=True, leave=False)
+    t0 = time.perf_counter()
+    model.train()
+    end = steps if stop_at is None else min(steps, int(stop_at))
+    while step < end:
+        xb = torch.as_tensor(batch_at(language, seed, step, batch, L), device=device)  # (B, L)
+        with autocast(device):
+            if model_cfg.causal:
+                loss = ar_loss(model, xb).mean() / L
+            else:
+                t, mask = diffusion_noise(batch, L, torch.Generator().manual_seed(seed_of(seed, 2, step)), t_min)
+                loss = mdm_loss(model, xb, t.to(device), mask.to(device)).mean() / L
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        opt.step()
+        sched.step()
+        step += 1
+        losses.append(float(loss.detach()))
+        if step % eval_every == 0 or step == steps:
+            v = validation_nll(model, val, seed, t_min)
+            history.append({"step": step, "train_loss": losses[-1], "val_nll": v, "entropy_rate": H, "gap": v - H,
+                            "lr": sched.get_last_lr()[0]})
+            if bar is not None:
+                bar.set_postfix(loss=f"{losses[-1]:.4f}", val=f"{v:.4f}", H=f"{H:.4f}")
+        if bar is not None:
+            bar.update(1)
+        if ckpt_every and step % ckpt_every == 0 and step < end:
+            save()
+    if bar is not None:
+        bar.close()
+    v = history[-1]["val_nll"] if history and history[-1]["step"] == step else validation_nll(model, val, seed, t_min)
+    save()
+    model.eval()
+    return TrainResult(model=model, step=step, losses=losses, history=history, val_nll=v, entropy_rate=H,
+                       seconds=time.perf_counter() - t0, checkpoint=None if ckpt is None else str(ckpt))
