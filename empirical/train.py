@@ -19,6 +19,13 @@ step s is ``language.sample`` with a generator seeded by (seed, 1, s), its maski
 from a torch generator seeded by (seed, 2, s), and the initialization from (seed, 0).  The
 checkpoint stores model, optimizer, scheduler, step, history and the torch/NumPy RNG states, so
 k steps in one go equal j steps, a resume, and k - j more (bit for bit on CPU).
+
+Data parallel.  Launched by ``torchrun`` (``WORLD_SIZE`` > 1 in the environment) the same call
+trains with DistributedDataParallel: every rank draws the full batch of step s from (seed, s)
+and keeps its rows ``rank::world_size`` (so ``batch`` must be a multiple of the world size); the
+averaged gradient is the gradient of the full batch, the logged loss is averaged over the ranks,
+and rank 0 alone writes the checkpoint.  The result is the single-process run up to the order of
+floating-point additions.
 """
 
 from __future__ import annotations
@@ -52,6 +59,44 @@ def cosine_with_warmup(step: int, total: int, warmup: int) -> float:
 
 def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class _Dist:
+    """Rank and world size of a torchrun launch (1 process otherwise); sets up the process group once."""
+
+    def __init__(self, device):
+        import torch.distributed as dist
+
+        self.dist = dist
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.on = self.world > 1
+        if device is not None:
+            self.device = torch.device(device)
+        elif torch.cuda.is_available():
+            self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) if self.on else 0)
+        else:
+            self.device = torch.device("cpu")
+        if self.on and not dist.is_initialized():
+            if self.device.type == "cuda":
+                torch.cuda.set_device(self.device)
+            dist.init_process_group(backend="nccl" if self.device.type == "cuda" else "gloo")
+
+    def shard(self, t: torch.Tensor) -> torch.Tensor:
+        """This rank's rows of a full-batch tensor."""
+        return t[self.rank::self.world] if self.on else t
+
+    def mean(self, value: torch.Tensor) -> float:
+        """The average of a scalar over the ranks."""
+        if self.on:
+            value = value.detach().clone()
+            self.dist.all_reduce(value)
+            value /= self.world
+        return float(value)
+
+    def barrier(self) -> None:
+        if self.on:
+            self.dist.barrier()
 
 
 def batch_at(language, seed: int, step: int, batch: int, L: int) -> np.ndarray:
@@ -125,7 +170,10 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
         raise ValueError(f"t_min must be in (0, 1), got {t_min!r}")
     if language.n_symbols != model_cfg.vocab_size:
         raise ValueError(f"the language has V = {language.n_symbols} tokens but the model's vocab_size is {model_cfg.vocab_size}")
-    device = torch.device(device) if device is not None else default_device()
+    ddp = _Dist(device)
+    device = ddp.device
+    if batch % ddp.world:
+        raise ValueError(f"batch = {batch} is not a multiple of the world size {ddp.world}")
     L = model_cfg.seq_len
     eval_every = eval_every or max(1, steps // 10)
     settings = {"model_config": model_cfg.to_dict(), "steps": steps, "batch": batch, "lr": float(lr), "seed": int(seed),
@@ -153,8 +201,15 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
         torch.set_rng_state(st["rng"]["torch"].cpu())
         np.random.set_state(st["rng"]["numpy"])
 
+    net = model
+    if ddp.on:
+        from torch.nn.parallel import DistributedDataParallel
+
+        net = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+
     def save():
-        if ckpt is None:
+        if ckpt is None or ddp.rank != 0:
+            ddp.barrier()
             return
         ckpt.parent.mkdir(parents=True, exist_ok=True)
         state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
@@ -164,6 +219,7 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
         tmp = ckpt.with_name(ckpt.name + ".tmp")
         torch.save(state, tmp)
         os.replace(tmp, ckpt)
+        ddp.barrier()
 
     from .metrics import entropy_rate
 
@@ -172,7 +228,7 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
     val = torch.as_tensor(np.asarray(language.sample(val_size, L, val_rng), dtype=np.int64))
 
     bar = None
-    if progress:
+    if progress and ddp.rank == 0:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=steps, initial=step, desc=f"train {'AR' if model_cfg.causal else 'MDM'}", dynamic_ncols=True, leave=False)
@@ -180,13 +236,13 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
     model.train()
     end = steps if stop_at is None else min(steps, int(stop_at))
     while step < end:
-        xb = torch.as_tensor(batch_at(language, seed, step, batch, L), device=device)  # (B, L)
+        xb = ddp.shard(torch.as_tensor(batch_at(language, seed, step, batch, L))).to(device)  # (B / world, L)
         with autocast(device):
             if model_cfg.causal:
-                loss = ar_loss(model, xb).mean() / L
+                loss = ar_loss(net, xb).mean() / L
             else:
                 t, mask = diffusion_noise(batch, L, torch.Generator().manual_seed(seed_of(seed, 2, step)), t_min)
-                loss = mdm_loss(model, xb, t.to(device), mask.to(device)).mean() / L
+                loss = mdm_loss(net, xb, ddp.shard(t).to(device), ddp.shard(mask).to(device)).mean() / L
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if grad_clip > 0:
@@ -194,7 +250,7 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
         opt.step()
         sched.step()
         step += 1
-        losses.append(float(loss.detach()))
+        losses.append(ddp.mean(loss.detach()))
         if step % eval_every == 0 or step == steps:
             v = validation_nll(model, val, seed, t_min)
             history.append({"step": step, "train_loss": losses[-1], "val_nll": v, "entropy_rate": H, "gap": v - H,

@@ -1,0 +1,76 @@
+"""Training under torchrun (DistributedDataParallel, gloo on CPU) equals the single-process run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.distributed.is_available():
+    pytest.skip("torch.distributed is not available in this build", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+WORKER = textwrap.dedent("""
+    import sys
+    from constructions.random_languages import preset
+    from empirical.model import ModelConfig
+    from empirical.train import train
+
+    kind, ckpt, stop = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    lang = preset("2gram-ter", 0)
+    cfg = ModelConfig.preset("tiny", lang.n_symbols, seq_len=16, causal=kind == "ar")
+    train(cfg, lang, 8, 8, seed=5, ckpt_path=ckpt, resume=True, device="cpu", stop_at=stop, progress=False)
+""")
+
+
+def _torchrun(tmp_path, kind, ckpt, stop):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script),
+           kind, str(ckpt), str(stop)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+
+
+@pytest.mark.parametrize("kind", ["mdm", "ar"])
+def test_torchrun_two_ranks_match_one_process_and_resume(tmp_path, kind):
+    from constructions.random_languages import preset
+    from empirical.model import ModelConfig
+    from empirical.train import train
+
+    ckpt = tmp_path / "ddp.pt"
+    _torchrun(tmp_path, kind, ckpt, 5)  # stopped after 5 of 8 steps ...
+    assert torch.load(ckpt, weights_only=False)["step"] == 5
+    _torchrun(tmp_path, kind, ckpt, 8)  # ... and resumed under torchrun
+    ddp = torch.load(ckpt, weights_only=False)
+
+    lang = preset("2gram-ter", 0)
+    cfg = ModelConfig.preset("tiny", lang.n_symbols, seq_len=16, causal=kind == "ar")
+    single = train(cfg, lang, 8, 8, seed=5, device="cpu", progress=False)
+    assert ddp["step"] == 8
+    # The same full batches, split over two ranks and averaged: equal up to summation order.
+    assert ddp["losses"] == pytest.approx(single.losses, rel=1e-4, abs=1e-6)
+    for name, p in single.model.state_dict().items():
+        torch.testing.assert_close(ddp["model"][name], p, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_batch_must_split_evenly_over_ranks(monkeypatch):
+    from constructions.random_languages import preset
+    from empirical.model import ModelConfig
+    from empirical.train import _Dist, train
+
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    monkeypatch.setattr(_Dist, "__init__", lambda self, device: (setattr(self, "world", 3), setattr(self, "rank", 0),
+                                                                  setattr(self, "on", True),
+                                                                  setattr(self, "device", torch.device("cpu")))[0])
+    lang = preset("2gram-ter", 0)
+    with pytest.raises(ValueError, match="batch = 8 is not a multiple of the world size 3"):
+        train(ModelConfig.preset("tiny", lang.n_symbols, seq_len=8), lang, 2, 8, device="cpu", progress=False)

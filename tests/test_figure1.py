@@ -1,0 +1,155 @@
+"""`mdmt figure1` (empirical.experiments): the N sweep, its resumption, merging and outputs, at toy scale on CPU."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from empirical.experiments import Figure1, Figure1Config, markdown_tables, row_path  # noqa: E402
+from mdmt.cli import main  # noqa: E402
+
+TOY = dict(model="tiny", ter_languages=("2gram-ter",), ser_languages=("2gram",), steps=(1, 16), length=16,
+           train_steps=6, batch=8, samples=48, learning_error_num=16, seed=3)
+
+
+def _run(out, **changes):
+    cfg = Figure1Config(**{**TOY, **changes})
+    return Figure1(cfg, out, device="cpu", progress=False, log=lambda *_: None).run()
+
+
+def _key(r):
+    return (r["language"], r["kind"], r["N"])
+
+
+def _strip(rows):
+    return {_key(r): {k: v for k, v in r.items() if k != "seconds"} for r in rows}
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fig1")
+    return out, _run(out)
+
+
+def test_every_point_and_output_is_written(full_run):
+    out, res = full_run
+    keys = {_key(r) for r in res["rows"]}
+    want = {(lang, kind, N) for lang in ("2gram-ter", "2gram") for kind in ("oracle", "mdm") for N in (1, 16)}
+    want |= {("2gram-ter", "ar", 16), ("2gram", "ar", 16)}  # AR: one point, N = L
+    assert keys == want
+    for name in ("figure1.csv", "figure1.png", "figure1.json", "config.json"):
+        assert (out / name).stat().st_size > 0
+    with open(out / "figure1.csv") as fh:
+        assert len(list(csv.DictReader(fh))) == len(want)
+    s = res["summaries"]["2gram-ter"]
+    assert s["learning_error"]["mean"] > 0  # a 6-step network is far from the oracle
+    assert math.isfinite(s["ar_kl"]["mean"])
+    assert "| 2gram-ter | oracle | 1 |" in markdown_tables(res)
+
+
+def test_points_measure_what_they_claim(full_run):
+    _, res = full_run
+    rows = {_key(r): r for r in res["rows"]}
+    # One step reveals everything at once: NFE = 1; the AR model takes L calls.
+    assert rows[("2gram", "oracle", 1)]["nfe_mean"] == 1.0
+    assert rows[("2gram", "ar", 16)]["nfe_mean"] == 16.0
+    # The pruned 2-gram has a strict support: one step (independent tokens) leaves it far more
+    # often than 16 steps on L = 16 (the oracle's SER decreases with N, Theorem 4.3).
+    assert rows[("2gram", "oracle", 1)]["ser"] > rows[("2gram", "oracle", 16)]["ser"]
+    # Threshold-0 language: full support, finite perplexity, SER 0.
+    r = rows[("2gram-ter", "oracle", 16)]
+    assert r["ser"] == 0 and math.isfinite(r["gen_perplexity"]) and r["gen_perplexity_lo"] <= r["gen_perplexity"] <= r["gen_perplexity_hi"]
+    # The chain bound with eps = 0 for the oracle is below the trained model's (eps > 0) at the same N.
+    assert rows[("2gram-ter", "oracle", 16)]["kl_bound_per_token"] < rows[("2gram-ter", "mdm", 16)]["kl_bound_per_token"]
+    assert rows[("2gram-ter", "ar", 16)]["kl_bound_per_token"] is None
+
+
+def test_rerun_recomputes_nothing_and_changed_settings_are_refused(full_run):
+    out, res = full_run
+    stamps = {p.name: p.stat().st_mtime_ns for p in (out / "rows").glob("*.json")}
+    again = _run(out)
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "rows").glob("*.json")} == stamps
+    assert _strip(again["rows"]) == _strip(res["rows"])
+    with pytest.raises(ValueError, match="train_steps"):
+        _run(out, train_steps=7)
+
+
+def test_parts_run_apart_merge_into_the_same_figure(full_run, tmp_path):
+    """Oracle curves in one folder, trained models in another: copied together they equal one run."""
+    _, res = full_run
+    a, b = tmp_path / "a", tmp_path / "b"
+    _run(a, kinds=("oracle",))
+    assert not (a / "2gram" / "mdm").exists()  # the oracle part trains nothing
+    _run(b, kinds=("mdm", "ar"))
+    for p in (a / "rows").glob("*.json"):
+        shutil.copy(p, b / "rows" / p.name)
+    merged = Figure1(Figure1Config(**TOY), b, device="cpu", progress=False, log=lambda *_: None).assemble()
+    assert _strip(merged["rows"]) == _strip(res["rows"])
+
+
+def test_interrupted_training_resumes(tmp_path):
+    out = tmp_path / "r"
+    cfg = Figure1Config(**{**TOY, "ser_languages": (), "kinds": ("mdm",), "train_steps": 60})
+    fig = Figure1(cfg, out, device="cpu", progress=False, log=lambda *_: None)
+    import torch
+
+    from empirical.train import train
+
+    lg = fig._language(0, "2gram-ter", "ter")
+    from empirical.experiments import model_config
+
+    mc = model_config(cfg, "2gram-ter", lg.lang.n_symbols, causal=False)
+    # Stop the training halfway, as a killed run would, then let figure1 finish it.
+    train(mc, lg.lang, 60, cfg.batch, seed=cfg.seed, ckpt_path=out / "2gram-ter" / "mdm" / "ckpt.pt",
+          device="cpu", ckpt_every=max(50, 60 // 20), stop_at=50, progress=False)
+    assert torch.load(out / "2gram-ter" / "mdm" / "ckpt.pt", weights_only=False)["step"] == 50
+    fig.run()
+    assert torch.load(out / "2gram-ter" / "mdm" / "ckpt.pt", weights_only=False)["step"] == 60
+    resumed = json.loads(row_path(out, "2gram-ter", "mdm", 16).read_text())
+    fresh = _run(tmp_path / "f", ser_languages=(), kinds=("mdm",), train_steps=60)
+    assert {k: v for k, v in resumed.items() if k != "seconds"} == _strip(fresh["rows"])[("2gram-ter", "mdm", 16)]
+
+
+def test_config_validation():
+    for bad, match in ((dict(kinds=("oracle", "gpt")), "gpt"), (dict(steps=(8, 0)), "N"),
+                       (dict(ter_languages=("5gram",)), "5gram"), (dict(ter_languages=(), ser_languages=()), "no language"),
+                       (dict(ser_languages=("2gram-ter",)), "twice"), (dict(schedule="nope"), "nope"),
+                       (dict(model="huge"), "huge"), (dict(samples=0), "samples")):
+        with pytest.raises(ValueError, match=match):
+            Figure1Config(**{**TOY, **bad})
+    assert Figure1Config(model="paper").length == 512 and Figure1Config().length == 64
+
+
+def test_paper_architecture_has_ten_layers_for_the_4gram():
+    from empirical.experiments import model_config
+
+    cfg = Figure1Config(model="paper")
+    assert model_config(cfg, "4gram-ter", 8, causal=False).n_layers == 10
+    assert model_config(cfg, "3gram-ter", 8, causal=True).n_layers == 8
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    assert main(["figure1", "--out", str(tmp_path / "x"), "--steps", "8,x"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--steps" in err[0]
+    assert main(["figure1", "--out", str(tmp_path / "x"), "--kinds", "oracle,bert"]) == 2
+    assert "bert" in capsys.readouterr().err
+
+
+def test_cli_oracle_only_run(tmp_path, capsys):
+    out = tmp_path / "cli"
+    rc = main(["figure1", "--out", str(out), "--kinds", "oracle", "--ter-languages", "2gram-ter", "--ser-languages", "",
+               "--steps", "2,4", "--length", "8", "--samples", "16", "--no-progress"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "2gram-ter | oracle | 4" in text and (out / "figure1.md").exists()
+    data = json.loads((out / "figure1.json").read_text())
+    assert data["provenance"][0]["command"].startswith("mdmt figure1") or data["provenance"][0]["command"]
+    assert np.isclose(data["rows"][0]["true_perplexity"], math.exp(data["rows"][0]["entropy_rate"]))
