@@ -1,6 +1,6 @@
 """The networks of Section 5: a masked diffusion model (MDM) and its autoregressive (AR) baseline.
 
-Both are the same pre-LayerNorm transformer with learned position embeddings (Appendix E.2,
+Both are the same pre-LayerNorm transformer with rotary position encoding (as MDLM; Appendix E.2,
 Table 2: hidden 512, 8 layers, 8 heads, L = 512 -- the ``paper`` preset; ``tiny`` is a
 CPU-sized version with the same structure).  They differ only in the attention mask.
 
@@ -55,6 +55,7 @@ class ModelConfig:
     n_layers: int = 2
     n_heads: int = 4
     causal: bool = False  # False: MDM (bidirectional); True: AR baseline
+    positions: str = "rotary"  # "rotary" (RoPE on queries and keys, as MDLM) or "learned" (absolute embeddings)
 
     def __post_init__(self):
         for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads"):
@@ -65,6 +66,10 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.d_model = {self.d_model} is not divisible by n_heads = {self.n_heads}")
         if not isinstance(self.causal, bool):
             raise ValueError(f"ModelConfig.causal must be a bool, got {self.causal!r}")
+        if self.positions not in ("rotary", "learned"):
+            raise ValueError(f"ModelConfig.positions must be 'rotary' or 'learned', got {self.positions!r}")
+        if self.positions == "rotary" and (self.d_model // self.n_heads) % 2:
+            raise ValueError(f"rotary positions need an even head size, got d_model / n_heads = {self.d_model // self.n_heads}")
 
     @classmethod
     def preset(cls, name: str, vocab_size: int, *, seq_len: int | None = None, causal: bool = False) -> "ModelConfig":
@@ -106,6 +111,20 @@ class KVCache:
         return self.k[layer][:, :, :end], self.v[layer][:, :, :end]
 
 
+def rotary_tables(seq_len: int, head_dim: int, base: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin (seq_len, head_dim / 2) of the rotary position encoding: angle p * base^(-2i / head_dim)."""
+    inv = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # (hd/2,)
+    ang = torch.arange(seq_len, dtype=torch.float64)[:, None] * inv[None]  # (L, hd/2)
+    return ang.cos().float(), ang.sin().float()
+
+
+def apply_rotary(z: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate each pair (z_2i, z_2i+1) of z (B, H, T, hd) by its position's angle (cos, sin: (T, hd/2))."""
+    z1, z2 = z.float().unflatten(-1, (-1, 2)).unbind(-1)  # each (B, H, T, hd/2)
+    out = torch.stack((z1 * cos - z2 * sin, z1 * sin + z2 * cos), dim=-1).flatten(-2)  # (B, H, T, hd)
+    return out.to(z.dtype)
+
+
 class SelfAttention(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
@@ -113,10 +132,12 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None, rotary=None) -> torch.Tensor:
         B, T, C = x.shape  # (B, T, C)
         q, k, v = self.qkv(x).split(C, dim=2)  # each (B, T, C)
         q, k, v = (z.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for z in (q, k, v))  # (B, H, T, hd)
+        if rotary is not None:  # cos, sin of positions start..start+T-1
+            q, k = apply_rotary(q, *rotary), apply_rotary(k, *rotary)
         past = 0
         if cache is not None:
             past = cache.pos
@@ -142,8 +163,8 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.mlp = nn.Sequential(nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model))
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), cache)  # (B, T, C)
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None, rotary=None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), cache, rotary)  # (B, T, C)
         return x + self.mlp(self.ln2(x))  # (B, T, C)
 
 
@@ -154,7 +175,12 @@ class Transformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.tok = nn.Embedding(cfg.vocab_size + 1, cfg.d_model)  # + the mask / BOS id
-        self.pos = nn.Embedding(cfg.seq_len, cfg.d_model)  # learned positions
+        if cfg.positions == "learned":
+            self.pos = nn.Embedding(cfg.seq_len, cfg.d_model)  # learned absolute positions
+        else:
+            cos, sin = rotary_tables(cfg.seq_len, cfg.d_model // cfg.n_heads)
+            self.register_buffer("rot_cos", cos, persistent=False)  # (L, hd/2)
+            self.register_buffer("rot_sin", sin, persistent=False)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)  # no output for the mask token
@@ -187,10 +213,14 @@ class Transformer(nn.Module):
             raise ValueError(f"sequence length L = {start + T} exceeds the model's seq_len = {self.cfg.seq_len}")
         if cache is not None and not self.cfg.causal:
             raise ValueError("a KV cache is only meaningful for a causal (AR) model")
-        pos = torch.arange(start, start + T, device=idx.device)  # (T,)
-        x = self.tok(idx) + self.pos(pos)[None]  # (B, T, C)
+        x = self.tok(idx)  # (B, T, C)
+        rotary = None
+        if self.cfg.positions == "learned":
+            x = x + self.pos(torch.arange(start, start + T, device=idx.device))[None]
+        else:
+            rotary = (self.rot_cos[start:start + T], self.rot_sin[start:start + T])  # (T, hd/2) each
         for block in self.blocks:
-            x = block(x, cache)
+            x = block(x, cache, rotary)
         if cache is not None:
             cache.pos += T
         return self.head(self.ln_f(x)).float()  # (B, T, V)
