@@ -42,10 +42,10 @@ from constructions.validation import positive_int
 KINDS = ("oracle", "mdm", "ar")
 DEFAULT_STEPS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 
-#: Per model preset: training length, batch, samples per point, sequences for the learning error.
+#: Per model preset: training length, batch, peak learning rate, samples per point, sequences for the learning error.
 SCALES = {
-    "tiny": dict(train_steps=1500, batch=64, samples=512, learning_error_num=256),
-    "paper": dict(train_steps=20000, batch=64, samples=512, learning_error_num=256),
+    "tiny": dict(train_steps=600, batch=64, lr=1e-3, samples=512, learning_error_num=256),
+    "paper": dict(train_steps=20000, batch=64, lr=3e-4, samples=512, learning_error_num=256),
 }
 
 #: Settings that change the numbers (a resumed run must agree on them).
@@ -65,7 +65,7 @@ class Figure1Config:
     length: int | None = None  # L (default: the architecture's seq_len)
     train_steps: int | None = None
     batch: int | None = None
-    lr: float = 3e-4
+    lr: float | None = None  # peak learning rate (default: the scale's)
     samples: int | None = None  # sequences per point
     learning_error_num: int | None = None
     seed: int = 0
@@ -78,10 +78,11 @@ class Figure1Config:
         if self.model not in PRESETS:
             raise ValueError(f"unknown model preset {self.model!r}; valid presets: {', '.join(PRESETS)}")
         scale = SCALES[self.model]
-        for name in ("train_steps", "batch", "samples", "learning_error_num"):
+        for name in ("train_steps", "batch", "lr", "samples", "learning_error_num"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, scale[name])
-            positive_int(name, getattr(self, name))
+            if name != "lr":
+                positive_int(name, getattr(self, name))
         if self.length is None:
             object.__setattr__(self, "length", PRESETS[self.model]["seq_len"])
         positive_int("length L", self.length)

@@ -107,7 +107,7 @@ def test_interrupted_training_resumes(tmp_path):
 
     mc = model_config(cfg, "2gram-ter", lg.lang.n_symbols, causal=False)
     # Stop the training halfway, as a killed run would, then let figure1 finish it.
-    train(mc, lg.lang, 60, cfg.batch, seed=cfg.seed, ckpt_path=out / "2gram-ter" / "mdm" / "ckpt.pt",
+    train(mc, lg.lang, 60, cfg.batch, lr=cfg.lr, seed=cfg.seed, ckpt_path=out / "2gram-ter" / "mdm" / "ckpt.pt",
           device="cpu", ckpt_every=max(50, 60 // 20), stop_at=50, progress=False)
     assert torch.load(out / "2gram-ter" / "mdm" / "ckpt.pt", weights_only=False)["step"] == 50
     fig.run()
@@ -121,10 +121,11 @@ def test_config_validation():
     for bad, match in ((dict(kinds=("oracle", "gpt")), "gpt"), (dict(steps=(8, 0)), "N"),
                        (dict(ter_languages=("5gram",)), "5gram"), (dict(ter_languages=(), ser_languages=()), "no language"),
                        (dict(ser_languages=("2gram-ter",)), "twice"), (dict(schedule="nope"), "nope"),
-                       (dict(model="huge"), "huge"), (dict(samples=0), "samples")):
+                       (dict(model="huge"), "huge"), (dict(samples=0), "samples"), (dict(lr=-1e-3), "lr")):
         with pytest.raises(ValueError, match=match):
             Figure1Config(**{**TOY, **bad})
     assert Figure1Config(model="paper").length == 512 and Figure1Config().length == 64
+    assert Figure1Config(model="paper").lr == 3e-4 and Figure1Config().lr == 1e-3 and Figure1Config(lr=2e-3).lr == 2e-3
 
 
 def test_paper_architecture_has_ten_layers_for_the_4gram():

@@ -34,7 +34,8 @@ def add_arguments(p):
     p.add_argument("--length", "-L", type=int, default=None, help="sequence length L (default: the architecture's)")
     p.add_argument("--train-steps", type=int, default=None, help="optimizer steps per model (default: the preset's)")
     p.add_argument("--batch", type=int, default=None, help="training and sampling batch (default: the preset's)")
-    p.add_argument("--lr", type=float, default=3e-4, help="peak learning rate (default 3e-4)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="peak learning rate (default: the preset's, 1e-3 for tiny and 3e-4 for paper)")
     p.add_argument("--samples", type=int, default=None, help="sequences per point (default: the preset's)")
     p.add_argument("--learning-error-num", type=int, default=None,
                    help="sequences for the measured learning error and the AR KL (default: the preset's)")
