@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from constructions.random_languages import preset as language_preset
+from constructions.random_languages import PRESETS as LANGUAGE_PRESETS
 from constructions.validation import positive_int
 
 KINDS = ("oracle", "mdm", "ar")
@@ -53,13 +54,43 @@ RESULT_FIELDS = ("model", "length", "train_steps", "batch", "lr", "seed", "langu
                  "learning_error_num", "schedule")
 
 
+def _interval_length(name) -> int | None:
+    if not (isinstance(name, str) and name.startswith("interval-")):
+        return None
+    text = name[len("interval-"):]
+    if not text.isdigit():
+        raise ValueError(f"language {name!r}: the interval length after 'interval-' must be an integer")
+    return int(text)
+
+
+def figure1_language(name: str, seed: int, length: int):
+    """The language a Figure 1 name stands for.
+
+    A preset of Table 1 (:mod:`constructions.random_languages`, drawn with ``seed``), or
+    ``interval-<l>``: the Theorem 4.4 counterexample HMM with interval length ``l``
+    (:func:`constructions.interval.interval_hmm`; |V| = 2^(l-1)), whose SER under the oracle
+    sampler stays high until N is of order L.  ``length`` must be a multiple of ``l``.
+    """
+    l = _interval_length(name)
+    if l is not None:
+        from constructions.interval import interval_hmm
+
+        lang = interval_hmm(l)  # ValueError for l < 2 or too large
+        if length % l:
+            raise ValueError(f"language {name!r}: L = {length} is not a multiple of the interval length l = {l}")
+        return lang
+    if not isinstance(name, str) or name not in LANGUAGE_PRESETS:
+        raise ValueError(f"unknown language {name!r}; valid names: {', '.join(LANGUAGE_PRESETS)}, interval-<l>")
+    return language_preset(name, seed)
+
+
 @dataclass(frozen=True)
 class Figure1Config:
     """What a Figure 1 run computes."""
 
     model: str = "tiny"  # architecture preset of empirical.model: tiny | paper
     ter_languages: tuple = ("2gram-ter", "3gram-ter", "4gram-ter")  # generative perplexity vs N
-    ser_languages: tuple = ("hmm", "3gram")  # SER vs N (pruned presets: strict supports)
+    ser_languages: tuple = ("hmm", "3gram", "interval-4")  # SER vs N (strict supports; see figure1_language)
     steps: tuple = DEFAULT_STEPS  # the N of the sweep
     kinds: tuple = KINDS  # which curves to compute in this run
     length: int | None = None  # L (default: the architecture's seq_len)
@@ -91,7 +122,7 @@ class Figure1Config:
         if not self.ter_languages and not self.ser_languages:
             raise ValueError("no language to run: give at least one TER or SER language")
         for lang in self.ter_languages + self.ser_languages:
-            language_preset(lang, self.language_seed)  # ValueError names the valid presets
+            figure1_language(lang, self.language_seed, self.length)  # ValueError names the valid names
         dup = sorted({x for x in self.ter_languages + self.ser_languages
                       if (self.ter_languages + self.ser_languages).count(x) > 1})
         if dup:
@@ -169,6 +200,11 @@ class _Language:
     models: dict = field(default_factory=dict)  # kind -> trained Transformer
     summary: dict = field(default_factory=dict)
 
+    @property
+    def interval_length(self) -> int | None:
+        """l for the interval counterexample ``interval-<l>``, None for a preset."""
+        return _interval_length(self.name)
+
 
 class Figure1:
     """A Figure 1 run in folder ``out`` (see the module docstring); :meth:`run` does all that is missing."""
@@ -205,7 +241,7 @@ class Figure1:
     def _language(self, index: int, name: str, role: str) -> _Language:
         from .metrics import entropy_rate
 
-        lang = language_preset(name, self.cfg.language_seed)
+        lang = figure1_language(name, self.cfg.language_seed, self.cfg.length)
         H = entropy_rate(lang, self.cfg.length, seed=self._seed(10, index))
         return _Language(name, role, lang, H["value"])
 
@@ -264,6 +300,15 @@ class Figure1:
         b = c4_bound(lg.lang, self.cfg.length, reveal_probabilities(self.cfg.schedule, N), eps)
         return None if b is None else b["kl_per_token_bound"]
 
+    def _ser_bounds(self, lg: _Language, N: int, eps: float | None) -> tuple[float, float | None]:
+        """Interval HMM: the exact oracle SER at N steps and the Theorem 4.4 lower bound at learning error eps."""
+        from constructions.interval_ser import oracle_ser, ser_lower_bound
+        from constructions.schedules import reveal_probabilities
+
+        pi = reveal_probabilities(self.cfg.schedule, N)
+        l, L = lg.interval_length, self.cfg.length
+        return oracle_ser(l, L, pi), (None if eps is None else ser_lower_bound(l, L, pi, eps))
+
     def _point(self, lg: _Language, kind: str, N: int) -> dict:
         from .metrics import generation_metrics
         from .sampling import MDMDenoiser, ar_sample, ddpm_cache
@@ -278,6 +323,10 @@ class Figure1:
                              device=self.device if kind == "mdm" else "cpu")
         m = generation_metrics(lg.lang, res.samples)
         eps = {"oracle": 0.0, "mdm": lg.summary.get("learning_error", {}).get("mean")}.get(kind)
+        ser_exact = ser_bound = None
+        if lg.interval_length and kind != "ar":
+            ser_exact, ser_bound = self._ser_bounds(lg, N, 0.0 if kind == "oracle" else
+                                                    lg.summary.get("learning_error", {}).get("max"))
         return {"language": lg.name, "role": lg.role, "kind": kind, "N": N, "L": cfg.length,
                 "schedule": cfg.schedule if kind != "ar" else None, "samples": cfg.samples,
                 "nfe_mean": float(res.nfe.mean()), "ser": m["ser"], "ser_lo": m["ser_ci"][0], "ser_hi": m["ser_ci"][1],
@@ -286,6 +335,7 @@ class Figure1:
                 "entropy_rate": lg.entropy_rate, "true_perplexity": math.exp(lg.entropy_rate),
                 "eps_learning": eps,
                 "kl_bound_per_token": None if eps is None or kind == "ar" else self._bound(lg, N, eps),
+                "ser_exact_oracle": ser_exact, "ser_lower_bound": ser_bound,
                 "seconds": res.seconds}
 
     def run(self) -> dict:
@@ -345,7 +395,7 @@ class Figure1:
         rows = self.rows()
         if rows:
             with open(self.out / "figure1.csv", "w", newline="") as fh:
-                w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+                w = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), restval="")
                 w.writeheader()
                 for r in rows:
                     w.writerow({k: ("" if v is None else v) for k, v in r.items()})
@@ -389,6 +439,11 @@ def plot_figure1(rows: list[dict], path: str | os.PathLike, title: str = "") -> 
                 ax.axhspan(r[key + "_lo"], r[key + "_hi"], color="tab:red", alpha=0.12)
         if ter:
             ax.axhline(rs[0]["true_perplexity"], color="k", ls="--", lw=1, label="true perplexity exp(H/L)")
+        for field_, kind, st in (("ser_exact_oracle", "oracle", dict(color="tab:green", ls=":", label="oracle SER, exact")),
+                                 ("ser_lower_bound", "mdm", dict(color="tab:blue", ls="--", label="Thm 4.4 lower bound, measured ε"))):
+            pts = sorted((r for r in rs if r["kind"] == kind and r.get(field_) is not None), key=lambda r: r["N"])
+            if pts:
+                ax.plot([r["N"] for r in pts], [r[field_] for r in pts], lw=1, **st)
         ax.set_xscale("log", base=2)
         if ter:
             ax.set_yscale("log")
@@ -412,14 +467,20 @@ def plot_figure1(rows: list[dict], path: str | os.PathLike, title: str = "") -> 
 
 def markdown_tables(result: dict) -> str:
     """The rows and per-language summaries of a run as Markdown tables (for docs/results)."""
-    lines = ["| language | kind | N | NFE | gen. perplexity (95% CI) | true perplexity | SER (95% CI) | KL/L bound |",
-             "| --- | --- | ---: | ---: | --- | ---: | --- | ---: |"]
+    lines = ["| language | kind | N | NFE | gen. perplexity (95% CI) | true perplexity | SER (95% CI) | bound |",
+             "| --- | --- | ---: | ---: | --- | ---: | --- | --- |"]
     for r in result["rows"]:
         gp = (f"{r['gen_perplexity']:.4f} ({r['gen_perplexity_lo']:.4f}–{r['gen_perplexity_hi']:.4f})"
               if math.isfinite(r["gen_perplexity"]) else "∞")
-        b = "" if r["kl_bound_per_token"] is None else f"{r['kl_bound_per_token']:.4f}"
+        b = []
+        if r["kl_bound_per_token"] is not None:
+            b.append(f"KL/L ≤ {r['kl_bound_per_token']:.4f}")
+        if r.get("ser_lower_bound") is not None:
+            b.append(f"SER ≥ {r['ser_lower_bound']:.4f}")
+        if r.get("ser_exact_oracle") is not None:
+            b.append(f"oracle SER = {r['ser_exact_oracle']:.4f}")
         lines.append(f"| {r['language']} | {r['kind']} | {r['N']} | {r['nfe_mean']:.1f} | {gp} | {r['true_perplexity']:.4f} | "
-                     f"{r['ser']:.4f} ({r['ser_lo']:.4f}–{r['ser_hi']:.4f}) | {b} |")
+                     f"{r['ser']:.4f} ({r['ser_lo']:.4f}–{r['ser_hi']:.4f}) | {'; '.join(b)} |")
     lines += ["", "| language | H/L (nats) | MDM val NELBO | AR val NLL | ε_learning mean (95% CI) | q90 | q99 | max | AR KL/L |",
               "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
     for name, s in result["summaries"].items():

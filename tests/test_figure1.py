@@ -154,3 +154,33 @@ def test_cli_oracle_only_run(tmp_path, capsys):
     data = json.loads((out / "figure1.json").read_text())
     assert data["provenance"][0]["command"].startswith("mdmt figure1") or data["provenance"][0]["command"]
     assert np.isclose(data["rows"][0]["true_perplexity"], math.exp(data["rows"][0]["entropy_rate"]))
+
+
+def test_interval_counterexample_panel(tmp_path):
+    """interval-2: each interval of 2 positions repeats one fair bit (|V| = 2).  A one-step
+    sampler draws all L = 16 tokens independently and uniformly (the oracle marginals are
+    uniform), so an interval is consistent with probability 1/2 and, by hand,
+    SER = 1 - 2^(-8) = 0.99609.  With N = 16 linear-schedule steps the reveal steps are uniform
+    on 1..N, the oracle conditions correctly across steps, and an interval fails only when both
+    of its positions are revealed at the same step (1/N) and draw different bits (1/2):
+    SER = 1 - (1 - 1/32)^8 = 0.22425."""
+    res = _run(tmp_path / "iv", ter_languages=(), ser_languages=("interval-2",), kinds=("oracle", "mdm"), samples=400)
+    rows = {_key(r): r for r in res["rows"]}
+    one = rows[("interval-2", "oracle", 1)]
+    assert one["ser_lo"] <= 1 - 2.0**-8 <= one["ser_hi"]
+    sixteen = rows[("interval-2", "oracle", 16)]
+    assert sixteen["ser_lo"] <= 1 - (1 - 1 / 32) ** 8 <= sixteen["ser_hi"]
+    assert one["entropy_rate"] == pytest.approx(math.log(2) / 2)  # 8 fair bits over 16 tokens
+    # The exact oracle SER (constructions.interval_ser) agrees with the same hand formulas, and for
+    # l = 2 the Theorem 4.4 bound at eps = 0 is attained: every collision is the whole interval.
+    assert one["ser_exact_oracle"] == pytest.approx(1 - 2.0**-8)
+    assert sixteen["ser_exact_oracle"] == pytest.approx(1 - (1 - 1 / 32) ** 8)
+    assert sixteen["ser_lower_bound"] == pytest.approx(sixteen["ser_exact_oracle"])
+    assert res["rows"][0]["kl_bound_per_token"] is None  # no Theorem 4.2 chain bound for an HMM
+    # The trained MDM's bound uses its measured worst-case per-token KL; a larger eps lowers it.
+    eps = res["summaries"]["interval-2"]["learning_error"]["max"]
+    mdm = rows[("interval-2", "mdm", 16)]
+    assert eps > 0 and mdm["ser_lower_bound"] < sixteen["ser_lower_bound"]
+    assert mdm["ser_lower_bound"] == pytest.approx(1 - (1 - math.exp(-2 * eps) / 2 / 16) ** 8)
+    with pytest.raises(ValueError, match="multiple of the interval length l = 3"):
+        Figure1Config(**{**TOY, "ser_languages": ("interval-3",)})

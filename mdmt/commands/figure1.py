@@ -2,7 +2,8 @@
 
 For each TER language (threshold-0 n-gram presets) the panel shows the generative perplexity of
 samples from the trained MDM and from the oracle MDM at N = 8 ... 2048 ddpm_cache steps, the AR
-model's, and the true perplexity exp(H/L); for each SER language (pruned presets) the sequence
+model's, and the true perplexity exp(H/L); for each SER language (pruned presets, and
+``interval-<l>``, the Theorem 4.4 counterexample HMM with interval length l) the sequence
 error rate.  Every point is stored as it is computed and training checkpoints as they are
 written, so an interrupted run resumes where it stopped: run the same command again.
 Outputs in ``--out``: figure1.csv, figure1.png, figure1.json (rows, per-language training
@@ -24,8 +25,9 @@ def add_arguments(p):
     p.add_argument("--out", required=True, help="folder of the run (created; an existing run is resumed)")
     p.add_argument("--ter-languages", default="2gram-ter,3gram-ter,4gram-ter",
                    help="comma-separated presets for the perplexity panels (default 2gram-ter,3gram-ter,4gram-ter)")
-    p.add_argument("--ser-languages", default="hmm,3gram",
-                   help="comma-separated presets for the SER panels (default hmm,3gram; '' for none)")
+    p.add_argument("--ser-languages", default="hmm,3gram,interval-4",
+                   help="comma-separated presets, or interval-<l> for the Theorem 4.4 counterexample HMM, "
+                        "for the SER panels (default hmm,3gram,interval-4; '' for none)")
     p.add_argument("--steps", default="8,16,32,64,128,256,512,1024,2048",
                    help="comma-separated numbers of sampling steps N (default 8,16,...,2048)")
     p.add_argument("--kinds", default="oracle,mdm,ar",
