@@ -45,7 +45,7 @@ DEFAULT_STEPS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 
 #: Per model preset: training length, batch, peak learning rate, samples per point, sequences for the learning error.
 SCALES = {
-    "tiny": dict(train_steps=600, batch=64, lr=1e-3, samples=512, learning_error_num=256),
+    "tiny": dict(train_steps=2000, batch=64, lr=1e-3, samples=512, learning_error_num=256),
     "paper": dict(train_steps=20000, batch=64, lr=3e-4, samples=512, learning_error_num=256),
 }
 
