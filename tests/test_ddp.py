@@ -74,3 +74,16 @@ def test_batch_must_split_evenly_over_ranks(monkeypatch):
     lang = preset("2gram-ter", 0)
     with pytest.raises(ValueError, match="batch = 8 is not a multiple of the world size 3"):
         train(ModelConfig.preset("tiny", lang.n_symbols, seq_len=8), lang, 2, 8, device="cpu", progress=False)
+
+
+def test_cli_train_under_torchrun_reports_once(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "mdmt", "train",
+           "--preset", "2gram-ter", "--model", "tiny", "-L", "16", "--steps", "4", "--batch", "8",
+           "--out", str(tmp_path / "run"), "--no-progress"]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count("4/4 steps") == 1  # rank 0 alone reports
+    assert (tmp_path / "run" / "summary.json").exists()
+    assert torch.load(tmp_path / "run" / "ckpt.pt", weights_only=False)["step"] == 4
