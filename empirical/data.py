@@ -8,7 +8,11 @@ validation sets are drawn by ``language.sample`` from two independent child seed
 
 Languages are named by their preset (``3gram-ter``, ``hmm``, ...; see
 :data:`constructions.random_languages.PRESETS`), drawn with ``language_seed``; the ``-ter``
-variants (threshold 0) are the ones used for TER, the pruned ones for SER.
+variants (threshold 0) are the ones used for TER, the pruned ones for SER.  ``interval-<l>``
+names the Theorem 4.4 counterexample HMM (:func:`named_language`).
+
+Training on a stored set: ``empirical.train.train(..., data=(train, val))`` or
+``mdmt train --data FOLDER`` (``mdmt data`` writes and verifies folders).
 """
 
 from __future__ import annotations
@@ -21,17 +25,47 @@ from pathlib import Path
 
 import numpy as np
 
-from constructions.random_languages import preset
+from constructions.random_languages import PRESETS, preset
 from constructions.validation import positive_int
 
 FORMAT = 1
+
+
+def interval_length(name) -> int | None:
+    """l for the counterexample name ``interval-<l>``, None for any other name."""
+    if not (isinstance(name, str) and name.startswith("interval-")):
+        return None
+    text = name[len("interval-"):]
+    if not text.isdigit():
+        raise ValueError(f"language {name!r}: the interval length after 'interval-' must be an integer")
+    return int(text)
+
+
+def named_language(name: str, seed: int = 0, length: int | None = None):
+    """The language a name stands for: a Table 1 preset drawn with ``seed``, or ``interval-<l>``.
+
+    ``interval-<l>`` is the Theorem 4.4 counterexample HMM with interval length ``l``
+    (:func:`constructions.interval.interval_hmm`; |V| = 2^(l-1)), whose SER under the oracle
+    sampler stays high until N is of order L; ``length``, when given, must be a multiple of ``l``.
+    """
+    l = interval_length(name)
+    if l is not None:
+        from constructions.interval import interval_hmm
+
+        lang = interval_hmm(l)  # ValueError for l < 2 or too large
+        if length is not None and length % l:
+            raise ValueError(f"language {name!r}: L = {length} is not a multiple of the interval length l = {l}")
+        return lang
+    if not isinstance(name, str) or name not in PRESETS:
+        raise ValueError(f"unknown language {name!r}; valid names: {', '.join(PRESETS)}, interval-<l>")
+    return preset(name, seed)
 
 
 @dataclass(frozen=True)
 class DataSpec:
     """What a data set is a function of."""
 
-    language: str  # a preset name, e.g. "3gram-ter" or "hmm"
+    language: str  # a preset name, e.g. "3gram-ter" or "hmm", or "interval-<l>"
     language_seed: int = 0  # seed of the random language (preset(language, language_seed))
     seed: int = 0  # seed of the sequences
     n_train: int = 10000
@@ -42,10 +76,10 @@ class DataSpec:
         positive_int("n_train", self.n_train)
         positive_int("n_val", self.n_val)
         positive_int("length L", self.length)
-        preset(self.language, self.language_seed)  # validates the name (ValueError lists the valid ones)
+        named_language(self.language, self.language_seed, self.length)  # ValueError lists the valid names
 
     def build_language(self):
-        return preset(self.language, self.language_seed)
+        return named_language(self.language, self.language_seed, self.length)
 
 
 def _digest(a: np.ndarray) -> str:
@@ -116,3 +150,25 @@ def load_or_create(folder: str | os.PathLike, spec: DataSpec, language=None) -> 
     train, val = generate(spec, lang)
     save(folder, spec, train, val, lang.n_symbols)
     return train, val
+
+
+def spec_of(manifest: dict) -> DataSpec:
+    """The DataSpec a manifest records."""
+    return DataSpec(**{f: manifest[f] for f in DataSpec.__dataclass_fields__})
+
+
+def verify(folder: str | os.PathLike) -> dict:
+    """Check a stored set: digests match, and regenerating from its manifest gives the same arrays bit for bit.
+
+    Returns the manifest; raises ValueError naming what differs.
+    """
+    train, val, manifest = load(folder)
+    spec = spec_of(manifest)
+    lang = spec.build_language()
+    if manifest.get("vocab_size") != lang.n_symbols:
+        raise ValueError(f"{folder}: vocab_size {manifest.get('vocab_size')} in the manifest, the language has {lang.n_symbols}")
+    train2, val2 = generate(spec, lang)
+    for name, a, b in (("train", train, train2), ("val", val, val2)):
+        if a.shape != b.shape or not np.array_equal(a, b):
+            raise ValueError(f"{Path(folder) / (name + '.npy')} differs from the set regenerated from its manifest")
+    return manifest

@@ -36,9 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
-from constructions.random_languages import preset as language_preset
-from constructions.random_languages import PRESETS as LANGUAGE_PRESETS
 from constructions.validation import positive_int
+
+from .data import interval_length as _interval_length
+from .data import named_language as figure1_language
 
 KINDS = ("oracle", "mdm", "ar")
 DEFAULT_STEPS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
@@ -52,36 +53,6 @@ SCALES = {
 #: Settings that change the numbers (a resumed run must agree on them).
 RESULT_FIELDS = ("model", "length", "train_steps", "batch", "lr", "seed", "language_seed", "samples",
                  "learning_error_num", "schedule")
-
-
-def _interval_length(name) -> int | None:
-    if not (isinstance(name, str) and name.startswith("interval-")):
-        return None
-    text = name[len("interval-"):]
-    if not text.isdigit():
-        raise ValueError(f"language {name!r}: the interval length after 'interval-' must be an integer")
-    return int(text)
-
-
-def figure1_language(name: str, seed: int, length: int):
-    """The language a Figure 1 name stands for.
-
-    A preset of Table 1 (:mod:`constructions.random_languages`, drawn with ``seed``), or
-    ``interval-<l>``: the Theorem 4.4 counterexample HMM with interval length ``l``
-    (:func:`constructions.interval.interval_hmm`; |V| = 2^(l-1)), whose SER under the oracle
-    sampler stays high until N is of order L.  ``length`` must be a multiple of ``l``.
-    """
-    l = _interval_length(name)
-    if l is not None:
-        from constructions.interval import interval_hmm
-
-        lang = interval_hmm(l)  # ValueError for l < 2 or too large
-        if length % l:
-            raise ValueError(f"language {name!r}: L = {length} is not a multiple of the interval length l = {l}")
-        return lang
-    if not isinstance(name, str) or name not in LANGUAGE_PRESETS:
-        raise ValueError(f"unknown language {name!r}; valid names: {', '.join(LANGUAGE_PRESETS)}, interval-<l>")
-    return language_preset(name, seed)
 
 
 @dataclass(frozen=True)

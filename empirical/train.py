@@ -15,7 +15,8 @@ Optimizer.  AdamW (betas 0.9, 0.999, weight decay 0), linear warm-up over the fi
 steps then cosine decay to 0, gradient-norm clipping at 1.
 
 Determinism and resume.  Every random draw is a function of (seed, step): the training batch of
-step s is ``language.sample`` with a generator seeded by (seed, 1, s), its masking noise comes
+step s is ``language.sample`` with a generator seeded by (seed, 1, s) (or, with a stored data
+set, the rows :func:`data_rows_at` picks), its masking noise comes
 from a torch generator seeded by (seed, 2, s), and the initialization from (seed, 0).  The
 checkpoint stores model, optimizer, scheduler, step, history and the torch/NumPy RNG states, so
 k steps in one go equal j steps, a resume, and k - j more (bit for bit on CPU).
@@ -105,6 +106,40 @@ def batch_at(language, seed: int, step: int, batch: int, L: int) -> np.ndarray:
     return np.asarray(language.sample(batch, L, rng), dtype=np.int64)
 
 
+def data_rows_at(n: int, seed: int, step: int, batch: int) -> np.ndarray:
+    """Rows of a stored training set used at a step: epochs of seeded permutations, read in order.
+
+    Step s reads positions s*batch ... (s+1)*batch - 1 of the concatenation of the permutations
+    of range(n) seeded by (seed, 4, epoch), so every epoch visits every row once and the rows of
+    a step depend on (n, seed, step) only (which keeps resume exact).
+    """
+    idx = int(step) * batch + np.arange(batch)
+    epochs = idx // n
+    rows = np.empty(batch, dtype=np.int64)
+    for e in np.unique(epochs):
+        perm = np.random.default_rng(np.random.SeedSequence([int(seed), 4, int(e)])).permutation(n)
+        sel = epochs == e
+        rows[sel] = perm[idx[sel] % n]
+    return rows
+
+
+def _check_data(data, V: int, L: int) -> tuple[np.ndarray, np.ndarray]:
+    """A (train, val) pair of stored sequences, validated against the model's vocabulary and L."""
+    from constructions.validation import token_array
+
+    if not (isinstance(data, (tuple, list)) and len(data) == 2):
+        raise ValueError("data must be a (train, val) pair of token arrays")
+    out = []
+    for name, arr in zip(("training", "validation"), data):
+        arr = token_array(arr, V, allow_mask=False, name=f"{name} sequence")
+        if arr.shape[0] < 1:
+            raise ValueError(f"the {name} set is empty")
+        if arr.shape[1] != L:
+            raise ValueError(f"the {name} set has sequences of length {arr.shape[1]} but the model's seq_len is {L}")
+        out.append(arr)
+    return out[0], out[1]
+
+
 @dataclass
 class TrainResult:
     model: Transformer
@@ -155,8 +190,13 @@ def load_model(path: str | os.PathLike, device="cpu") -> Transformer:
 def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 3e-4, seed: int = 0,
           ckpt_path: str | os.PathLike | None = None, resume: bool = False, *, device=None, t_min: float = 1e-3,
           warmup_frac: float = 0.1, grad_clip: float = 1.0, eval_every: int | None = None, val_size: int = 256,
-          ckpt_every: int | None = None, stop_at: int | None = None, progress: bool = True) -> TrainResult:
+          ckpt_every: int | None = None, stop_at: int | None = None, progress: bool = True,
+          data: tuple | None = None) -> TrainResult:
     """Train (or resume) an MDM (``model_cfg.causal`` False) or AR model on sequences of length ``model_cfg.seq_len``.
+
+    ``data``: a stored (train, val) pair (:mod:`empirical.data`) to train on instead of fresh
+    draws from the language: batches are read by :func:`data_rows_at` and ``val`` is the
+    validation set (``val_size`` is then unused).  The language still gives the entropy rate.
 
     ``ckpt_path``: checkpoint written every ``ckpt_every`` steps, at the end, and when stopping at
     ``stop_at`` (a step count; the schedule still runs to ``steps``).  ``resume``: continue from
@@ -178,6 +218,11 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
     eval_every = eval_every or max(1, steps // 10)
     settings = {"model_config": model_cfg.to_dict(), "steps": steps, "batch": batch, "lr": float(lr), "seed": int(seed),
                 "t_min": t_min, "warmup_frac": warmup_frac, "grad_clip": grad_clip, "val_size": val_size}
+    if data is not None:
+        import hashlib
+
+        data = _check_data(data, model_cfg.vocab_size, L)
+        settings["data_sha256"] = [hashlib.sha256(a.tobytes()).hexdigest() for a in data]
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed_of(seed, 0))
@@ -224,8 +269,11 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
     from .metrics import entropy_rate
 
     H = entropy_rate(language, L, seed=seed_of(seed, 5) % (2**32))["value"]
-    val_rng = np.random.default_rng(np.random.SeedSequence([int(seed), 3]))
-    val = torch.as_tensor(np.asarray(language.sample(val_size, L, val_rng), dtype=np.int64))
+    if data is None:
+        val_rng = np.random.default_rng(np.random.SeedSequence([int(seed), 3]))
+        val = torch.as_tensor(np.asarray(language.sample(val_size, L, val_rng), dtype=np.int64))
+    else:
+        val = torch.as_tensor(data[1])
 
     bar = None
     if progress and ddp.rank == 0:
@@ -236,7 +284,9 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
     model.train()
     end = steps if stop_at is None else min(steps, int(stop_at))
     while step < end:
-        xb = ddp.shard(torch.as_tensor(batch_at(language, seed, step, batch, L))).to(device)  # (B / world, L)
+        xb = (batch_at(language, seed, step, batch, L) if data is None
+              else data[0][data_rows_at(len(data[0]), seed, step, batch)])
+        xb = ddp.shard(torch.as_tensor(xb)).to(device)  # (B / world, L)
         with autocast(device):
             if model_cfg.causal:
                 loss = ar_loss(net, xb).mean() / L

@@ -22,6 +22,7 @@ COMMANDS = {
     "sample": ("mdmt.commands.sample", "oracle MDM sampler at any length: SER, generative perplexity, NFE"),
     "dependencies": ("mdmt.commands.dependencies", "exact expected number of dependencies E[sum_j D_j]"),
     "curve": ("mdmt.commands.curve", "bound curves for TER and SER and the step counts they imply"),
+    "data": ("mdmt.commands.data", "seeded train/validation sets of a language, stored and verified on disk"),
     "train": ("mdmt.commands.train", "train an MDM or autoregressive transformer on a language"),
     "figure1": ("mdmt.commands.figure1", "Figure 1: TER/SER against sampling steps for trained and oracle MDMs and AR"),
     "speed": ("mdmt.commands.speed", "time MDM sampling against autoregressive generation with a KV cache"),

@@ -1,7 +1,8 @@
 """``mdmt train``: train an MDM (continuous-time ELBO, SUBS) or its AR baseline on a language (Section 5, Appendix E.2).
 
 Sequences are drawn from the language afresh at every step (a function of the seed and the
-step); the validation NLL per token is reported against the language's entropy rate.  The
+step), or read from a stored set written by ``mdmt data`` (``--data FOLDER``: epochs of seeded
+permutations, the folder's validation set); the validation NLL per token is reported against the language's entropy rate.  The
 checkpoint ``OUT/ckpt.pt`` (model, optimizer, scheduler, RNG states, step) lets ``--resume``
 continue a stopped run exactly; ``OUT/summary.json`` holds the final numbers.
 """
@@ -14,7 +15,8 @@ HELP = "train an MDM (ELBO, SUBS) or AR transformer on a language; checkpoint an
 def add_arguments(p):
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--language", help="language file (JSON/.npz) or preset:NAME[:SEED]")
-    src.add_argument("--preset", help="preset language name (e.g. 2gram, 3gram-ter, hmm)")
+    src.add_argument("--preset", help="preset language name (e.g. 2gram, 3gram-ter, hmm) or interval-<l>")
+    src.add_argument("--data", help="a stored data set (mdmt data): its language, L, training and validation sequences")
     p.add_argument("--language-seed", type=int, default=0, help="seed of the preset language (default 0)")
     p.add_argument("--model", choices=["tiny", "paper"], default="tiny", help="architecture (default tiny; paper = Table 2)")
     p.add_argument("--ar", action="store_true", help="train the autoregressive baseline instead of the MDM")
@@ -41,10 +43,23 @@ def run(args) -> int:
 
     from ._common import format_table, load_language, print_json, _clean
 
-    if args.preset is not None:
-        from constructions.random_languages import preset
+    data = None
+    if args.data is not None:
+        from empirical.data import load, spec_of
 
-        lang = preset(args.preset, args.language_seed)
+        train_set, val_set, manifest = load(args.data)  # ValueError if a file does not match its digest
+        spec = spec_of(manifest)
+        lang = spec.build_language()
+        name = f"data:{args.data}"
+        if args.length is not None and args.length != spec.length:
+            raise ValueError(f"--length {args.length} differs from the data set's L = {spec.length}")
+        args.length = spec.length
+        data = (train_set, val_set)
+    elif args.preset is not None:
+        from empirical.data import named_language
+        from empirical.model import PRESETS
+
+        lang = named_language(args.preset, args.language_seed, args.length or PRESETS[args.model]["seq_len"])
         name = f"preset:{args.preset}:{args.language_seed}"
     else:
         lang = load_language(args.language)
@@ -57,7 +72,7 @@ def run(args) -> int:
     cfg = ModelConfig.preset(args.model, lang.n_symbols, seq_len=args.length, causal=args.ar)
     out = Path(args.out)
     res = train(cfg, lang, args.steps, args.batch, lr=args.lr, seed=args.seed, ckpt_path=out / "ckpt.pt",
-                resume=args.resume, device=args.device, progress=not args.no_progress)
+                resume=args.resume, device=args.device, progress=not args.no_progress, data=data)
     import os
 
     if int(os.environ.get("RANK", "0")) != 0:
