@@ -6,7 +6,8 @@ position's reveal step tau_i is i.i.d. ~ pi; equivalently, at step j every still
 is revealed with probability r_j = pi_j / (1 - sum_{k<j} pi_k) (r_N = 1), independently.  The
 positions revealed at step j (the set S_j) draw their tokens independently from the denoiser's
 p(. | x_U) at the current state x_U; revealed tokens are carried over and never change; no mask
-is ever emitted.  The law of the output is p_N of Eq. 3.
+is ever emitted.  The law of the output is p_N of Eq. 3 (unless the optional greedy final fill,
+off by default, takes the argmax at the last step).
 
 Caching.  The denoiser is time-agnostic, so its output depends on the state alone; the state of a
 sequence changes only at the steps where it reveals something, so the denoiser is evaluated for
@@ -144,11 +145,13 @@ def _draw(P: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def ddpm_cache(denoiser, num: int, L: int, schedule="linear", steps: int | None = None, *, seed: int = 0,
-               vocab_size: int | None = None, batch: int = 256, device="cpu") -> SampleResult:
+               vocab_size: int | None = None, batch: int = 256, device="cpu", greedy_final: bool = False) -> SampleResult:
     """``num`` sequences of length L from the N-step factorized sampler (Eq. 3) with caching.
 
     ``schedule``: a schedule name (then ``steps`` = N is required), a Schedule, or an explicit pi
-    (N,).  Same seed, batch and device: same samples.
+    (N,).  Same seed, batch and device: same samples.  ``greedy_final``: the positions revealed
+    at the last step take the denoiser's most probable token instead of a draw (MDLM's final
+    noise-removal step); off by default, since it changes the law away from p_N of Eq. 3.
     """
     num = positive_int("num", num)
     L = positive_int("L", L)
@@ -187,7 +190,7 @@ def ddpm_cache(denoiser, num: int, L: int, schedule="linear", steps: int | None 
                 vocab_size = P.shape[-1]
             elif P.shape[-1] != vocab_size:
                 raise ValueError(f"denoiser returned {P.shape[-1]} token probabilities at step {j + 1}, expected V = {vocab_size}")
-            tok = _draw(P, u[rows])  # (r, L)
+            tok = P.argmax(-1) if greedy_final and j == N - 1 else _draw(P, u[rows])  # (r, L)
             X[rows] = torch.where(reveal[rows], tok, X[rows])  # only S_j changes
             step[reveal] = j + 1
             calls[rows] += 1

@@ -214,6 +214,27 @@ def test_same_seed_same_samples():
     assert np.array_equal(x.samples, y.samples)
 
 
+def test_greedy_final_fill_is_off_by_default_and_takes_the_argmax_at_the_last_step():
+    from empirical.data import named_language
+
+    lang = named_language("2gram-ter")  # full support: every partial state has a posterior
+    pi = _pi_linear(4)
+    drawn = ddpm_cache(lang.posterior_marginals, 64, 8, pi, seed=4)
+    greedy = ddpm_cache(lang.posterior_marginals, 64, 8, pi, seed=4, greedy_final=True)
+    assert np.array_equal(drawn.reveal_step, greedy.reveal_step)  # same reveal steps, same earlier tokens
+    early = drawn.reveal_step < 4
+    assert np.array_equal(drawn.samples[early], greedy.samples[early])
+    # Replay the last step: the state before it is the sample with the step-4 positions masked.
+    last = greedy.reveal_step == 4
+    state = np.where(last, MASK, greedy.samples)
+    argmax = lang.posterior_marginals(state).argmax(-1)
+    assert np.array_equal(greedy.samples[last], argmax[last])
+    assert not np.array_equal(drawn.samples[last], argmax[last])  # the default draws
+    # One step: every position at once, the argmax of the all-masked marginals in every sequence.
+    one = ddpm_cache(lang.posterior_marginals, 4, 8, [1.0], seed=0, greedy_final=True)
+    assert (one.samples == lang.posterior_marginals(np.full((1, 8), MASK)).argmax(-1)).all()
+
+
 def test_oracle_sampling_of_a_single_position_stays_in_support():
     """With L = 1 there is nothing to collide: the oracle sampler's SER is exactly 0."""
     lang = _bigram()
