@@ -1,6 +1,7 @@
 """The networks of Section 5: a masked diffusion model (MDM) and its autoregressive (AR) baseline.
 
-Both are the same pre-LayerNorm transformer with rotary position encoding (as MDLM; Appendix E.2,
+Both are the same pre-LayerNorm transformer with rotary position encoding on queries and keys (as
+MDLM) plus learned absolute position embeddings (``positions="rotary+learned"``; Appendix E.2,
 Table 2: hidden 512, 8 layers, 8 heads, L = 512 -- the ``paper`` preset; ``tiny`` is a
 CPU-sized version with the same structure).  They differ only in the attention mask.
 
@@ -45,6 +46,9 @@ PRESETS = {
 }
 
 
+POSITIONS = ("rotary", "learned", "rotary+learned")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """Everything that fixes the network's shape."""
@@ -55,7 +59,7 @@ class ModelConfig:
     n_layers: int = 2
     n_heads: int = 4
     causal: bool = False  # False: MDM (bidirectional); True: AR baseline
-    positions: str = "rotary"  # "rotary" (RoPE on queries and keys, as MDLM) or "learned" (absolute embeddings)
+    positions: str = "rotary+learned"  # one of POSITIONS: RoPE on q, k (as MDLM), absolute embeddings, or both
 
     def __post_init__(self):
         for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads"):
@@ -66,9 +70,9 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.d_model = {self.d_model} is not divisible by n_heads = {self.n_heads}")
         if not isinstance(self.causal, bool):
             raise ValueError(f"ModelConfig.causal must be a bool, got {self.causal!r}")
-        if self.positions not in ("rotary", "learned"):
-            raise ValueError(f"ModelConfig.positions must be 'rotary' or 'learned', got {self.positions!r}")
-        if self.positions == "rotary" and (self.d_model // self.n_heads) % 2:
+        if self.positions not in POSITIONS:
+            raise ValueError(f"ModelConfig.positions must be one of {', '.join(POSITIONS)}, got {self.positions!r}")
+        if "rotary" in self.positions and (self.d_model // self.n_heads) % 2:
             raise ValueError(f"rotary positions need an even head size, got d_model / n_heads = {self.d_model // self.n_heads}")
 
     @classmethod
@@ -175,9 +179,9 @@ class Transformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.tok = nn.Embedding(cfg.vocab_size + 1, cfg.d_model)  # + the mask / BOS id
-        if cfg.positions == "learned":
+        if "learned" in cfg.positions:
             self.pos = nn.Embedding(cfg.seq_len, cfg.d_model)  # learned absolute positions
-        else:
+        if "rotary" in cfg.positions:
             cos, sin = rotary_tables(cfg.seq_len, cfg.d_model // cfg.n_heads)
             self.register_buffer("rot_cos", cos, persistent=False)  # (L, hd/2)
             self.register_buffer("rot_sin", sin, persistent=False)
@@ -215,9 +219,9 @@ class Transformer(nn.Module):
             raise ValueError("a KV cache is only meaningful for a causal (AR) model")
         x = self.tok(idx)  # (B, T, C)
         rotary = None
-        if self.cfg.positions == "learned":
+        if "learned" in self.cfg.positions:
             x = x + self.pos(torch.arange(start, start + T, device=idx.device))[None]
-        else:
+        if "rotary" in self.cfg.positions:
             rotary = (self.rot_cos[start:start + T], self.rot_sin[start:start + T])  # (T, hd/2) each
         for block in self.blocks:
             x = block(x, cache, rotary)

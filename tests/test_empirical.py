@@ -10,7 +10,7 @@ import torch
 from constructions import NGram
 from constructions.validation import MASK
 from empirical.metrics import entropy_rate, generative_perplexity, learning_error, ser
-from empirical.model import ModelConfig, Transformer, ar_input, subs_log_probs
+from empirical.model import POSITIONS, ModelConfig, Transformer, ar_input, subs_log_probs
 from empirical.sampling import MDMDenoiser, ar_logits, ar_sample, ddpm_cache
 from empirical.train import load_model, train
 
@@ -44,13 +44,13 @@ def _language():
 MICRO = dict(seq_len=8, d_model=32, n_layers=2, n_heads=2)
 
 
-def _cfg(V, causal=False, L=8):
-    return ModelConfig(vocab_size=V, causal=causal, **{**MICRO, "seq_len": L})
+def _cfg(V, causal=False, L=8, positions="rotary+learned"):
+    return ModelConfig(vocab_size=V, causal=causal, positions=positions, **{**MICRO, "seq_len": L})
 
 
-def _random_model(V=3, causal=False, L=8, seed=0):
+def _random_model(V=3, causal=False, L=8, seed=0, positions="rotary+learned"):
     torch.manual_seed(seed)
-    m = Transformer(_cfg(V, causal, L))
+    m = Transformer(_cfg(V, causal, L, positions))
     with torch.no_grad():  # larger weights than the 0.02 init, so tokens and positions matter
         for p in m.parameters():
             p.add_(0.3 * torch.randn_like(p))
@@ -70,6 +70,23 @@ def test_config_validation_and_presets():
     assert (p.d_model, p.n_layers, p.n_heads, p.seq_len) == (512, 8, 8, 512)  # Table 2
     t = ModelConfig.preset("tiny", 8, causal=True)
     assert (t.d_model, t.n_layers, t.n_heads, t.causal) == (64, 2, 4, True)
+    assert t.positions == "rotary+learned"
+    with pytest.raises(ValueError, match="positions must be one of .* got 'sinusoidal'"):
+        ModelConfig(positions="sinusoidal")
+    with pytest.raises(ValueError, match="rotary positions need an even head size"):
+        ModelConfig(d_model=12, n_heads=4, positions="rotary")
+    ModelConfig(d_model=12, n_heads=4, positions="learned")  # no rotation, any head size
+
+
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_each_position_encoding_is_built_and_makes_outputs_position_dependent(positions):
+    m = _random_model(V=3, positions=positions)
+    assert hasattr(m, "pos") == ("learned" in positions)
+    assert hasattr(m, "rot_cos") == ("rotary" in positions)
+    x = torch.zeros(1, 8, dtype=torch.long)  # the same token everywhere ...
+    x[0, 0] = x[0, 7] = 3  # ... but the mask id at both ends: only position tells the two apart
+    out = m(x)[0]
+    assert (out[0] - out[7]).abs().max().item() > 1e-4
 
 
 def test_subs_output_is_one_hot_at_revealed_and_a_distribution_at_masked():
@@ -94,8 +111,9 @@ def test_mdm_is_bidirectional_and_ar_is_causal():
         assert (d < 1e-6) if causal else (d > 1e-4)
 
 
-def test_kv_cache_logits_equal_uncached():
-    m = _random_model(V=5, causal=True, L=12)
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_kv_cache_logits_equal_uncached(positions):
+    m = _random_model(V=5, causal=True, L=12, positions=positions)
     x = torch.randint(0, 5, (3, 12), generator=torch.Generator().manual_seed(3))
     full = m(ar_input(x, 5))  # one pass with the causal mask
     cached = ar_logits(m, x, use_cache=True)
