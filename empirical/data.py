@@ -82,7 +82,8 @@ class DataSpec:
         return named_language(self.language, self.language_seed, self.length)
 
 
-def _digest(a: np.ndarray) -> str:
+def digest(a: np.ndarray) -> str:
+    """SHA-256 (hex) of an array's bytes in C order."""
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
@@ -106,7 +107,7 @@ def save(folder: str | os.PathLike, spec: DataSpec, train: np.ndarray, val: np.n
     np.save(folder / "train.npy", train.astype(dt))
     np.save(folder / "val.npy", val.astype(dt))
     manifest = {"format": FORMAT, **asdict(spec), "vocab_size": vocab_size,
-                "sha256": {"train": _digest(train.astype(np.int64)), "val": _digest(val.astype(np.int64))}}
+                "sha256": {"train": digest(train.astype(np.int64)), "val": digest(val.astype(np.int64))}}
     tmp = folder / "manifest.json.tmp"
     tmp.write_text(json.dumps(manifest, indent=1) + "\n")
     os.replace(tmp, folder / "manifest.json")
@@ -132,7 +133,7 @@ def load(folder: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, dict]:
     train = np.load(folder / "train.npy").astype(np.int64)
     val = np.load(folder / "val.npy").astype(np.int64)
     for name, arr in (("train", train), ("val", val)):
-        if _digest(arr) != manifest["sha256"][name]:
+        if digest(arr) != manifest["sha256"][name]:
             raise ValueError(f"{folder / (name + '.npy')} does not match the SHA-256 in its manifest")
     return train, val, manifest
 

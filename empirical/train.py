@@ -150,6 +150,7 @@ class TrainResult:
     entropy_rate: float = math.nan
     seconds: float = 0.0
     checkpoint: str | None = None
+    rank: int = 0  # this process's rank under torchrun (0 in a single process)
 
     def summary(self) -> dict:
         return {"step": self.step, "val_nll": self.val_nll, "entropy_rate": self.entropy_rate,
@@ -219,10 +220,10 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
     settings = {"model_config": model_cfg.to_dict(), "steps": steps, "batch": batch, "lr": float(lr), "seed": int(seed),
                 "t_min": t_min, "warmup_frac": warmup_frac, "grad_clip": grad_clip, "val_size": val_size}
     if data is not None:
-        import hashlib
+        from .data import digest
 
         data = _check_data(data, model_cfg.vocab_size, L)
-        settings["data_sha256"] = [hashlib.sha256(a.tobytes()).hexdigest() for a in data]
+        settings["data_sha256"] = [digest(a) for a in data]
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed_of(seed, 0))
@@ -317,4 +318,5 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
     save()
     model.eval()
     return TrainResult(model=model, step=step, losses=losses, history=history, val_nll=v, entropy_rate=H,
-                       seconds=time.perf_counter() - t0, checkpoint=None if ckpt is None else str(ckpt))
+                       seconds=time.perf_counter() - t0, checkpoint=None if ckpt is None else str(ckpt),
+                       rank=ddp.rank)

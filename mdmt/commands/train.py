@@ -73,9 +73,7 @@ def run(args) -> int:
     out = Path(args.out)
     res = train(cfg, lang, args.steps, args.batch, lr=args.lr, seed=args.seed, ckpt_path=out / "ckpt.pt",
                 resume=args.resume, device=args.device, progress=not args.no_progress, data=data)
-    import os
-
-    if int(os.environ.get("RANK", "0")) != 0:
+    if res.rank != 0:
         return 0  # under torchrun: rank 0 reports and writes summary.json
     summary = {"language": name, "kind": "ar" if args.ar else "mdm", "model": args.model, "model_config": cfg.to_dict(),
                "steps": args.steps, "batch": args.batch, "lr": args.lr, "seed": args.seed, **res.summary()}
