@@ -3,6 +3,7 @@
 All tests run on CPU with micro models (a few seconds each).
 """
 
+import json
 import numpy as np
 import pytest
 import torch
@@ -317,3 +318,15 @@ def test_cuda_training_resume_and_sampling(tmp_path):
     assert np.array_equal(a.samples, b.samples)
     ar = train(_cfg(3, causal=True), lang, **{**kw, "steps": 5})
     assert ar_sample(ar.model, 8, 8, seed=0, device="cuda").samples.shape == (8, 8)
+
+
+def test_cli_train_position_encoding(tmp_path, capsys):
+    from mdmt.cli import main
+
+    common = ["train", "--preset", "2gram", "-L", "8", "--steps", "2", "--batch", "4", "--no-progress", "--json"]
+    assert main(common + ["--positions", "learned", "--out", str(tmp_path / "a")]) == 0
+    assert json.loads(capsys.readouterr().out)["model_config"]["positions"] == "learned"
+    assert main(common + ["--out", str(tmp_path / "b")]) == 0
+    assert json.loads(capsys.readouterr().out)["model_config"]["positions"] == "rotary+learned"
+    assert main(common + ["--positions", "sinusoidal", "--out", str(tmp_path / "c")]) == 2
+    assert "got 'sinusoidal'" in capsys.readouterr().err

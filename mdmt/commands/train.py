@@ -20,6 +20,8 @@ def add_arguments(p):
     p.add_argument("--language-seed", type=int, default=0, help="seed of the preset language (default 0)")
     p.add_argument("--model", choices=["tiny", "paper"], default="tiny", help="architecture (default tiny; paper = Table 2)")
     p.add_argument("--ar", action="store_true", help="train the autoregressive baseline instead of the MDM")
+    p.add_argument("--positions", default=None,
+                   help="position encoding: rotary+learned (default), rotary or learned")
     p.add_argument("--length", "-L", type=int, default=None, help="sequence length L (default: the architecture's)")
     p.add_argument("--steps", type=int, default=200, help="optimizer steps (default 200)")
     p.add_argument("--batch", type=int, default=32, help="batch size (default 32)")
@@ -70,6 +72,8 @@ def run(args) -> int:
     if args.length is not None and args.length < 1:
         raise ValueError(f"--length must be a positive integer, got {args.length}")
     cfg = ModelConfig.preset(args.model, lang.n_symbols, seq_len=args.length, causal=args.ar)
+    if args.positions is not None:
+        cfg = cfg.with_(positions=args.positions)  # ValueError names the valid encodings
     out = Path(args.out)
     res = train(cfg, lang, args.steps, args.batch, lr=args.lr, seed=args.seed, ckpt_path=out / "ckpt.pt",
                 resume=args.resume, device=args.device, progress=not args.no_progress, data=data)
