@@ -35,7 +35,7 @@ import time
 import numba
 import numpy as np
 
-from constructions import preset, to_hmmlearn
+from mdmt.constructions.languages import preset, to_hmmlearn
 
 
 def best_of(f, k: int) -> float:

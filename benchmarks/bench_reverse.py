@@ -12,10 +12,13 @@ import time
 
 import numpy as np
 
-from bounds.dependencies import expected_dependencies
-from constructions import preset, random_ngram
-from constructions.exact import assignment_quantities, build_tables, exact_output_law
-from constructions.sampler import sample_mdm, sample_metrics
+from mdmt.bounds.dependencies import expected_dependencies
+from mdmt.constructions.languages import preset, random_ngram
+from mdmt.constructions.reverse.chain import assignment_quantities
+from mdmt.constructions.reverse.exact import exact_output_law
+from mdmt.constructions.reverse.tables import build_tables
+from mdmt.constructions.reverse.metrics import sample_metrics
+from mdmt.constructions.reverse.sampler import sample_mdm
 
 
 def timed(f):

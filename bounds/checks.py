@@ -1,4 +1,4 @@
-"""Every link of the proofs as a check on exact values (THEORY §4-5).
+"""Every link of the proofs as a check on exact values (Appendices A-C; the chain C1-C5 of docs/theorems.md).
 
 Each function returns :class:`Row` objects (check, instance, exact value, bound,
 margin, verdict).  Every check takes ``weaken``: the bound's constant is
@@ -14,11 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from constructions.exact import assignment_quantities, build_tables, chain_quantities, exact_output_law, learning_error
-from constructions.interval_ser import mismatch_probability, oracle_ser, ser_lower_bound
-from constructions.schedules import get_schedule, p_distinct
+from mdmt.constructions.reverse.chain import assignment_quantities, chain_quantities
+from mdmt.constructions.reverse.exact import exact_output_law
+from mdmt.constructions.reverse.interval_closed_forms import mismatch_probability, oracle_ser, ser_lower_bound
+from mdmt.constructions.reverse.learning import learning_error
+from mdmt.constructions.reverse.schedules import WarmStart, p_distinct, reveal_probabilities
+from mdmt.constructions.reverse.tables import build_tables
 
-from .dependencies import dependencies_for_assignment, expected_dependencies
+from .dependencies import chain_bound, dependencies_for_assignment, expected_dependencies
 from .statements import ALL, theorem_42_steps, theorem_44_constant
 
 TOL = 1e-9
@@ -67,7 +70,7 @@ def c1_c2_c3_c4(inst: Instance, pi: np.ndarray, denoiser=None, den_name="oracle"
     tables = build_tables(lang, L)
     res = exact_output_law(lang, L, pi, denoiser, tables=tables)
     chain = chain_quantities(lang, L, pi, denoiser, tables=tables)
-    eps = learning_error(lang, L, denoiser, tables=tables)["max"] if denoiser is not None else 0.0
+    eps = learning_error(lang, denoiser, L, method="exact", tables=tables)["max"] if denoiser is not None else 0.0
     tag = f"{inst.name} L={L} N={len(pi)} {sched_name} {den_name}"
     rows = [
         Row("C1 KL(q||p_N) <= E_tau KL(q||p_tau)", tag, res.kl_nats, weaken * chain["expected_assignment_kl"], "<="),
@@ -93,15 +96,15 @@ def c1_c2_c3_c4(inst: Instance, pi: np.ndarray, denoiser=None, den_name="oracle"
                 rows.append(Row("C4 TC_j <= D_j log|V| (separators)", f"{tag} tau={tau.tolist()} j={j}", t,
                                 weaken * D[j - 1] * logV, "<="))
     if inst.n is not None:
-        ed = expected_dependencies(inst.n, L, pi)
-        rows.append(Row("C4 KL(q||p_N) <= L eps + log|V| E[sum D_j]", tag, res.kl_nats, weaken * (L * eps + logV * ed), "<="))
+        rows.append(Row("C4 KL(q||p_N) <= L eps + log|V| E[sum D_j]", tag, res.kl_nats,
+                        weaken * L * chain_bound(inst.n, L, pi, V, eps), "<="))
     return rows
 
 
 def c5_theorem_42(n: int, eps: float, lengths, weaken=1.0) -> list[Row]:
     """Explicit Theorem 4.2: warm-start schedule with N = theorem_42_steps(n, eps) gives E[sum D_j] <= 4 eps L."""
     N = theorem_42_steps(n, eps)
-    pi = get_schedule("warmstart", eps=eps).reveal_probs(N)
+    pi = reveal_probabilities(WarmStart(first=eps), N)
     return [Row("C5/Thm 4.2 E[sum D_j] <= 4 eps L (warm start)", f"n={n} eps={eps} N={N} L={L}",
                 expected_dependencies(n, L, pi), weaken * 4 * eps * L, "<=") for L in lengths]
 
@@ -111,7 +114,7 @@ def theorem_44_exact(inst: Instance, pi: np.ndarray, denoiser=None, den_name="or
     lang, L, l = inst.language, inst.L, inst.interval
     tables = build_tables(lang, L)
     res = exact_output_law(lang, L, pi, denoiser, tables=tables)
-    eps = learning_error(lang, L, denoiser, tables=tables)["max"] if denoiser is not None else 0.0
+    eps = learning_error(lang, denoiser, L, method="exact", tables=tables)["max"] if denoiser is not None else 0.0
     tag = f"{inst.name} L={L} N={len(pi)} {den_name} eps={eps:.4g}"
     rows = [Row("Thm 4.4 SER >= 1-(1-p_e(1-P_d(l)))^(L/l)", tag, res.ser, weaken * ser_lower_bound(l, L, pi, eps), ">=")]
     if denoiser is None:

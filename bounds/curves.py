@@ -1,4 +1,4 @@
-"""Bound curves and the step counts they imply (Theorems 4.2-4.4; THEORY §4-5).
+"""Bound curves and the step counts they imply (Theorems 4.2-4.4; Appendices B and C of the paper).
 
 TER: for an n-gram over |V| tokens, the chain (C1)-(C4) bounds the per-token KL,
 i.e. the log TER gap in nats, by eps_learning + log|V| E[sum_j D_j] / L, with the
@@ -17,21 +17,24 @@ import math
 
 import numpy as np
 
-from constructions.interval_ser import oracle_ser, ser_lower_bound
-from constructions.schedules import get_schedule, p_distinct
-from constructions.validation import positive_int
+from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, ser_lower_bound
+from mdmt.constructions.reverse.schedules import WarmStart, p_distinct, reveal_probabilities
+from mdmt.constructions.validation import positive_int
 
-from .dependencies import expected_dependencies
+from .dependencies import chain_bound
 from .statements import theorem_42_steps, theorem_44_constant
+
+TER_SCHEDULES = ("warmstart", "linear", "cosine")
 
 
 def _pi(schedule: str, N: int, eps: float) -> np.ndarray:
-    return get_schedule(schedule, eps=eps).reveal_probs(N) if schedule == "warmstart" else get_schedule(schedule).reveal_probs(N)
+    """The schedule of a TER curve: warmstart reveals the fraction eps of Theorem 4.2 first."""
+    return reveal_probabilities(WarmStart(first=eps) if schedule == "warmstart" else schedule, N)
 
 
 def ter_chain_bound(n: int, L: int, N: int, V: int, eps: float, eps_learning: float = 0.0, schedule: str = "warmstart") -> float:
-    """eps_learning + log|V| E[sum_j D_j] / L: the (C4) bound on KL(q||p_N)/L, in nats per token."""
-    return eps_learning + math.log(V) * expected_dependencies(n, L, _pi(schedule, N, eps)) / L
+    """The (C4) chain bound on KL(q||p_N)/L (nats/token) for N steps of a TER-curve schedule."""
+    return chain_bound(n, L, _pi(schedule, N, eps), V, eps_learning)
 
 
 def min_steps_ter(n: int, L: int, V: int, eps: float, eps_learning: float = 0.0, schedule: str = "warmstart",

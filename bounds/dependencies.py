@@ -1,4 +1,4 @@
-"""Separators and dependencies (Definitions B.4/B.5; the counts behind (C4)-(C5) of THEORY §4).
+"""Separators and dependencies (Definitions B.4/B.5, Example B.6; links C4-C5 of docs/theorems.md).
 
 For an n-gram, a *separator* of the revealed set U_j is a maximal run of at least
 n-1 consecutive revealed positions: given it, the tokens on its two sides are
@@ -15,11 +15,13 @@ position) counts each segment at its first new position, in O(N L n).
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
-from constructions.schedules import validate_pi
-from constructions.validation import positive_int
+from mdmt.constructions.reverse.schedules import as_pi, revealed_before
+from mdmt.constructions.validation import positive_int
 
 
 def dependencies_for_assignment(n: int, tau) -> np.ndarray:
@@ -88,11 +90,20 @@ def expected_dependencies_per_step(n: int, L: int, pi) -> np.ndarray:
     """E[D_j] for j = 1..N (exact)."""
     n = positive_int("n", n, minimum=2)
     L = positive_int("L", L)
-    pi = validate_pi(pi)
-    a = np.concatenate([[0.0], np.cumsum(pi)[:-1]])
-    return L * pi - _expected_segments(a, pi, L, n)
+    pi = as_pi(pi)
+    return L * pi - _expected_segments(revealed_before(pi), pi, L, n)
 
 
 def expected_dependencies(n: int, L: int, pi) -> float:
     """E[sum_j D_j] (exact), the quantity of (C4)."""
     return float(expected_dependencies_per_step(n, L, pi).sum())
+
+
+def chain_bound(n: int, L: int, pi, V: int, eps_learning: float = 0.0) -> float:
+    """The (C4) bound on KL(q || p_N)/L in nats per token: eps_learning + log|V| E[sum_j D_j] / L.
+
+    For an n-gram over V tokens and reveal probabilities pi (Lemmas B.8-B.9 with the exact
+    E[sum_j D_j]); ``eps_learning`` is the learning error in the averaged form (the learning
+    term of C2 over L).
+    """
+    return eps_learning + math.log(V) * expected_dependencies(n, L, pi) / L

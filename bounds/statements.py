@@ -1,4 +1,4 @@
-"""The paper's lemmas and theorems as sympy statements with explicit constants (THEORY §4-5).
+"""The paper's lemmas and theorems as sympy statements with explicit constants (Appendices A-C).
 
 Each :class:`Statement` carries the paper's form (O-notation and assumptions, as
 text), mdmt's explicit form (a sympy expression), and the derivation of every

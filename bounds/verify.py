@@ -6,10 +6,10 @@ import time
 
 import numpy as np
 
-from constructions.denoisers import BitBiasedInterval, TemperedOracle, UniformMixture
-from constructions.interval import interval_hmm
-from constructions.random_languages import random_hmm, random_ngram
-from constructions.schedules import get_schedule
+from mdmt.constructions.languages.interval import interval_hmm
+from mdmt.constructions.languages.random_languages import random_hmm, random_ngram
+from mdmt.constructions.reverse.denoisers import BitBiasedInterval, TemperedOracle, UniformMixture
+from mdmt.constructions.reverse.schedules import WarmStart, reveal_probabilities
 
 from . import checks
 from .checks import Instance, Row
@@ -32,10 +32,10 @@ def default_instances(quick: bool) -> list[Instance]:
 
 def run_checks(quick: bool = True, progress=None) -> list[Row]:
     rows: list[Row] = []
-    schedules = [("linear", get_schedule("linear").reveal_probs(3)), ("cosine", get_schedule("cosine").reveal_probs(4)),
-                 ("warmstart(0.2)", get_schedule("warmstart", eps=0.2).reveal_probs(4))]
+    schedules = [("linear", reveal_probabilities("linear", 3)), ("cosine", reveal_probabilities("cosine", 4)),
+                 ("warmstart(0.2)", reveal_probabilities(WarmStart(first=0.2), 4))]
     if not quick:
-        schedules.append(("linear", get_schedule("linear").reveal_probs(8)))
+        schedules.append(("linear", reveal_probabilities("linear", 8)))
     insts = default_instances(quick)
     jobs = []
     for inst in insts:
@@ -48,12 +48,12 @@ def run_checks(quick: bool = True, progress=None) -> list[Row]:
     # Theorem 4.3 is informative only when P_distinct > 0, i.e. with many more steps than positions
     for inst in insts[:2]:
         for N in (32, 256):
-            pi = get_schedule("linear").reveal_probs(N)
+            pi = reveal_probabilities("linear", N)
             for dname, den in [("oracle", None), ("mixture(0.01)", UniformMixture(inst.language, 0.01))]:
                 jobs.append(lambda inst=inst, pi=pi, den=den, dname=dname:
                             checks.c1_c2_c3_c4(inst, pi, den, dname, "linear", n_assignments=0))
     iv = Instance("interval l=3", interval_hmm(3), 6, interval=3)
-    for pi in [np.full(3, 1 / 3), get_schedule("cosine").reveal_probs(5)]:
+    for pi in [reveal_probabilities(np.full(3, 1 / 3)), reveal_probabilities("cosine", 5)]:
         jobs.append(lambda pi=pi: checks.theorem_44_exact(iv, pi))
         for u in (0.55, 0.7):
             jobs.append(lambda pi=pi, u=u: checks.theorem_44_exact(iv, pi, BitBiasedInterval(iv.language, 3, u), f"bit-biased(u={u})"))

@@ -1,13 +1,11 @@
-"""Languages, exact inference and the masked diffusion reverse process.
+"""mdmt.constructions: the objects the paper's theorems speak of.
 
-Public names are re-exported here; see each module's docstring for the
-statement of the paper it implements.
+* :mod:`mdmt.constructions.languages` -- HMM and n-gram languages with exact inference, random
+  Table 1 languages, the interval counterexample of Theorem 4.4, file formats, the SPEC grammar;
+* :mod:`mdmt.constructions.reverse` -- the masked diffusion reverse process: schedules,
+  denoisers, the exact output law, the proof-chain quantities, the oracle sampler, metrics;
+* :mod:`mdmt.constructions.validation` and :mod:`mdmt.constructions.confidence` -- input
+  validation and confidence intervals, shared by both.
+
+Importing this package imports nothing heavy; import the subpackages (or ``mdmt`` itself).
 """
-
-from .validation import MASK
-from .hmm import HMM
-from .ngram import NGram, as_hmm
-from .interval import decode_token, interval_hmm, pair_consistent, support_size
-from .io import from_hmmlearn, load_language, save_language, to_hmmlearn
-from .random_languages import PRESETS, preset, pruned_fraction, random_hmm, random_ngram
-from .schedules import expected_nfe, get_schedule, p_distinct, reveal_probabilities, reveal_rates

@@ -1,17 +1,16 @@
-"""Seeded training and validation sets sampled from a language (Section 5, "Tasks and Datasets").
+"""Seeded training and validation sets sampled from a language (Section 5.1, "Tasks and Datasets").
 
-A data set is a folder holding ``train.npy`` and ``val.npy`` (uint8 or int16 tokens, shape
-(n, L)) and ``manifest.json`` (language spec, seeds, sizes, vocabulary size and a SHA-256 of
+A data set is a folder holding ``train.npy`` and ``val.npy`` (uint8 or int32 tokens, shape
+(n, L)) and ``manifest.json`` (language SPEC, seed, sizes, vocabulary size and a SHA-256 of
 each array).  Everything is a function of (language, seed, sizes, L): the train and
 validation sets are drawn by ``language.sample`` from two independent child seeds of
 ``np.random.SeedSequence(seed)``, so a deleted or mismatched folder is regenerated bit for bit.
 
-Languages are named by their preset (``3gram-ter``, ``hmm``, ...; see
-:data:`constructions.random_languages.PRESETS`), drawn with ``language_seed``; the ``-ter``
-variants (threshold 0) are the ones used for TER, the pruned ones for SER.  ``interval-<l>``
-names the Theorem 4.4 counterexample HMM (:func:`named_language`).
+The language is named by a SPEC (:mod:`mdmt.constructions.languages.spec`): ``preset:3gram-ter:0``
+(the ``-ter`` variants, threshold 0, are the ones used for TER, the pruned ones for SER),
+``interval:4`` (the Theorem 4.4 counterexample) or a language file.
 
-Training on a stored set: ``empirical.train.train(..., data=(train, val))`` or
+Training on a stored set: ``mdmt.empirical.train.train(..., data=(train, val))`` or
 ``mdmt train --data FOLDER`` (``mdmt data`` writes and verifies folders).
 """
 
@@ -25,61 +24,39 @@ from pathlib import Path
 
 import numpy as np
 
-from constructions.random_languages import PRESETS, preset
-from constructions.validation import positive_int
+from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
+from mdmt.constructions.validation import positive_int
 
-FORMAT = 1
-
-
-def interval_length(name) -> int | None:
-    """l for the counterexample name ``interval-<l>``, None for any other name."""
-    if not (isinstance(name, str) and name.startswith("interval-")):
-        return None
-    text = name[len("interval-"):]
-    if not text.isdigit():
-        raise ValueError(f"language {name!r}: the interval length after 'interval-' must be an integer")
-    return int(text)
+FORMAT = 2
 
 
-def named_language(name: str, seed: int = 0, length: int | None = None):
-    """The language a name stands for: a Table 1 preset drawn with ``seed``, or ``interval-<l>``.
-
-    ``interval-<l>`` is the Theorem 4.4 counterexample HMM with interval length ``l``
-    (:func:`constructions.interval.interval_hmm`; |V| = 2^(l-1)), whose SER under the oracle
-    sampler stays high until N is of order L; ``length``, when given, must be a multiple of ``l``.
-    """
-    l = interval_length(name)
-    if l is not None:
-        from constructions.interval import interval_hmm
-
-        lang = interval_hmm(l)  # ValueError for l < 2 or too large
-        if length is not None and length % l:
-            raise ValueError(f"language {name!r}: L = {length} is not a multiple of the interval length l = {l}")
-        return lang
-    if not isinstance(name, str) or name not in PRESETS:
-        raise ValueError(f"unknown language {name!r}; valid names: {', '.join(PRESETS)}, interval-<l>")
-    return preset(name, seed)
+def check_length(spec: str, length: int) -> None:
+    """For ``interval:l``, L must be a multiple of l (the counterexample's intervals)."""
+    l = interval_length_of(spec)
+    if l is not None and length % l:
+        raise ValueError(f"language {spec!r}: L = {length} is not a multiple of the interval length l = {l}")
 
 
 @dataclass(frozen=True)
 class DataSpec:
     """What a data set is a function of."""
 
-    language: str  # a preset name, e.g. "3gram-ter" or "hmm", or "interval-<l>"
-    language_seed: int = 0  # seed of the random language (preset(language, language_seed))
+    language: str  # a language SPEC, e.g. "preset:3gram-ter:0" or "interval:4" (stored in canonical form)
     seed: int = 0  # seed of the sequences
-    n_train: int = 10000
-    n_val: int = 1000
+    num_train: int = 10000
+    num_val: int = 1000
     length: int = 64  # L
 
     def __post_init__(self):
-        positive_int("n_train", self.n_train)
-        positive_int("n_val", self.n_val)
+        object.__setattr__(self, "language", canonical_spec(self.language))  # ValueError names the forms
+        positive_int("num_train", self.num_train)
+        positive_int("num_val", self.num_val)
         positive_int("length L", self.length)
-        named_language(self.language, self.language_seed, self.length)  # ValueError lists the valid names
+        positive_int("seed", self.seed, minimum=0)
+        check_length(self.language, self.length)
 
     def build_language(self):
-        return named_language(self.language, self.language_seed, self.length)
+        return language_from_spec(self.language)
 
 
 def digest(a: np.ndarray) -> str:
@@ -91,8 +68,8 @@ def generate(spec: DataSpec, language=None) -> tuple[np.ndarray, np.ndarray]:
     """(train, val) int64 arrays drawn from the language; deterministic in ``spec``."""
     lang = spec.build_language() if language is None else language
     s_train, s_val = np.random.SeedSequence(spec.seed).spawn(2)
-    train = lang.sample(spec.n_train, spec.length, np.random.default_rng(s_train))
-    val = lang.sample(spec.n_val, spec.length, np.random.default_rng(s_val))
+    train = lang.sample(spec.num_train, spec.length, np.random.default_rng(s_train))
+    val = lang.sample(spec.num_val, spec.length, np.random.default_rng(s_val))
     return np.asarray(train, dtype=np.int64), np.asarray(val, dtype=np.int64)
 
 
@@ -130,6 +107,9 @@ def load(folder: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, dict]:
     manifest = read_manifest(folder)
     if manifest is None:
         raise ValueError(f"no data set manifest in {folder}")
+    if manifest.get("format") != FORMAT:
+        raise ValueError(f"{folder}: data set format {manifest.get('format')!r}, this mdmt reads format {FORMAT}; "
+                         "write it again with mdmt data")
     train = np.load(folder / "train.npy").astype(np.int64)
     val = np.load(folder / "val.npy").astype(np.int64)
     for name, arr in (("train", train), ("val", val)):

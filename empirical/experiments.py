@@ -1,14 +1,16 @@
-"""Figure 1 of the paper as a resumable experiment: TER and SER of MDMs against the number of steps N.
+"""Figure 1 of the paper (Section 5.2) as a resumable experiment: TER and SER of MDMs against the number of steps N.
 
 For every language of the sweep the experiment
 
 1. trains an MDM and its AR twin (same architecture, :mod:`empirical.train`; the ``paper``
    architecture has 10 layers for the 4-gram, Appendix E.2), checkpointing as it goes;
 2. measures the MDM's learning error against the oracle denoiser (Assumption 4.1:
-   mean, q90, q99, max of the per-token KL over random masks, :func:`empirical.metrics.learning_error`)
+   mean, q90, q99, max of the per-token KL over random masks,
+   :func:`mdmt.constructions.reverse.learning.learning_error`)
    and the AR model's KL(q || p_AR)/L;
-3. samples with the ddpm_cache sampler (Eq. 3) at every N of the sweep from the trained MDM and
-   from the oracle denoiser q(x_i | x_U) (the MDM with zero learning error), and from the AR model;
+3. samples with the N-step sampler (Eq. 3) at every N of the sweep from the trained MDM (ddpm_cache
+   in torch) and from the oracle denoiser q(x_i | x_U) (the MDM with zero learning error; the
+   oracle sampler's message kernel), and from the AR model;
 4. scores the samples under the true q: generative perplexity exp(E_p[-ln q(x)]/L) (TER
    languages, the threshold-0 presets) and the SER P_p(q(x) = 0) by exact support check
    (SER languages, the pruned presets), with confidence intervals; for n-grams it evaluates the
@@ -36,43 +38,46 @@ from pathlib import Path
 
 import numpy as np
 
-from constructions.validation import positive_int
+from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
+from mdmt.constructions.validation import positive_int
 
-from .data import interval_length as _interval_length
-from .data import named_language as figure1_language
+from .data import check_length
 
 KINDS = ("oracle", "mdm", "ar")
 DEFAULT_STEPS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 
 #: Per model preset: training length, batch, peak learning rate, samples per point, sequences for the learning error.
 SCALES = {
-    "tiny": dict(train_steps=2000, batch=64, lr=1e-3, samples=512, learning_error_num=256),
-    "paper": dict(train_steps=20000, batch=64, lr=3e-4, samples=512, learning_error_num=256),
+    "tiny": dict(train_steps=2000, batch=64, lr=1e-3, num=512, learning_error_num=256),
+    "paper": dict(train_steps=20000, batch=64, lr=3e-4, num=512, learning_error_num=256),
 }
 
 #: Settings that change the numbers (a resumed run must agree on them).
-RESULT_FIELDS = ("model", "length", "train_steps", "batch", "lr", "seed", "language_seed", "samples",
-                 "learning_error_num", "schedule")
+RESULT_FIELDS = ("model", "length", "train_steps", "batch", "lr", "seed", "num", "learning_error_num", "schedule")
+
+
+def slug(spec: str) -> str:
+    """A file-name-safe form of a language SPEC (``preset:2gram-ter:0`` -> ``preset_2gram-ter_0``)."""
+    return "".join(c if c.isalnum() or c in "-." else "_" for c in spec)
 
 
 @dataclass(frozen=True)
 class Figure1Config:
     """What a Figure 1 run computes."""
 
-    model: str = "tiny"  # architecture preset of empirical.model: tiny | paper
-    ter_languages: tuple = ("2gram-ter", "3gram-ter", "4gram-ter")  # generative perplexity vs N
-    ser_languages: tuple = ("hmm", "3gram", "interval-4")  # SER vs N (strict supports; see figure1_language)
+    model: str = "tiny"  # architecture preset of mdmt.empirical.model: tiny | paper
+    ter_languages: tuple = ("preset:2gram-ter", "preset:3gram-ter", "preset:4gram-ter")  # generative perplexity vs N
+    ser_languages: tuple = ("preset:hmm", "preset:3gram", "interval:4")  # SER vs N (language SPECs)
     steps: tuple = DEFAULT_STEPS  # the N of the sweep
     kinds: tuple = KINDS  # which curves to compute in this run
     length: int | None = None  # L (default: the architecture's seq_len)
     train_steps: int | None = None
     batch: int | None = None
     lr: float | None = None  # peak learning rate (default: the scale's)
-    samples: int | None = None  # sequences per point
+    num: int | None = None  # sequences per point
     learning_error_num: int | None = None
     seed: int = 0
-    language_seed: int = 0
-    schedule: str = "linear"
+    schedule: str = "linear"  # a schedule SPEC
 
     def __post_init__(self):
         from .model import PRESETS
@@ -80,7 +85,7 @@ class Figure1Config:
         if self.model not in PRESETS:
             raise ValueError(f"unknown model preset {self.model!r}; valid presets: {', '.join(PRESETS)}")
         scale = SCALES[self.model]
-        for name in ("train_steps", "batch", "lr", "samples", "learning_error_num"):
+        for name in ("train_steps", "batch", "lr", "num", "learning_error_num"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, scale[name])
             if name != "lr":
@@ -90,10 +95,12 @@ class Figure1Config:
         positive_int("length L", self.length)
         for name in ("ter_languages", "ser_languages", "steps", "kinds"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        for name in ("ter_languages", "ser_languages"):
+            object.__setattr__(self, name, tuple(canonical_spec(v) for v in getattr(self, name)))
         if not self.ter_languages and not self.ser_languages:
             raise ValueError("no language to run: give at least one TER or SER language")
         for lang in self.ter_languages + self.ser_languages:
-            figure1_language(lang, self.language_seed, self.length)  # ValueError names the valid names
+            check_length(lang, self.length)
         dup = sorted({x for x in self.ter_languages + self.ser_languages
                       if (self.ter_languages + self.ser_languages).count(x) > 1})
         if dup:
@@ -107,9 +114,9 @@ class Figure1Config:
                 raise ValueError(f"unknown curve kind {k!r}; valid kinds: {', '.join(KINDS)}")
         if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"learning rate lr must be a positive finite number, got {self.lr!r}")
-        from constructions.schedules import reveal_probabilities
+        from mdmt.constructions.reverse.schedules import parse_schedule
 
-        reveal_probabilities(self.schedule, 2)  # ValueError for an unknown schedule
+        parse_schedule(self.schedule)  # ValueError for an unknown schedule
 
     def result_settings(self) -> dict:
         return {k: getattr(self, k) for k in RESULT_FIELDS}
@@ -118,12 +125,12 @@ class Figure1Config:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
 
 
-def model_config(cfg: Figure1Config, language_name: str, vocab_size: int, causal: bool):
-    """The architecture for a language: the preset, with 10 layers for the 4-gram under ``paper`` (Appendix E.2)."""
+def model_config(cfg: Figure1Config, language: str, vocab_size: int, causal: bool):
+    """The architecture for a language SPEC: the preset, with 10 layers for the 4-gram under ``paper`` (Appendix E.2)."""
     from .model import ModelConfig
 
     mc = ModelConfig.preset(cfg.model, vocab_size, seq_len=cfg.length, causal=causal)
-    if cfg.model == "paper" and language_name.startswith("4gram"):
+    if cfg.model == "paper" and language.startswith("preset:4gram"):
         mc = mc.with_(n_layers=10)
     return mc
 
@@ -157,7 +164,7 @@ def _read_json(path: Path):
 
 
 def row_path(out: Path, language: str, kind: str, N: int) -> Path:
-    return out / "rows" / f"{language}__{kind}__N{N}.json"
+    return out / "rows" / f"{slug(language)}__{kind}__N{N}.json"
 
 
 @dataclass
@@ -173,8 +180,12 @@ class _Language:
 
     @property
     def interval_length(self) -> int | None:
-        """l for the interval counterexample ``interval-<l>``, None for a preset."""
-        return _interval_length(self.name)
+        """l for the interval counterexample ``interval:l``, None otherwise."""
+        return interval_length_of(self.name)
+
+    @property
+    def folder(self) -> str:
+        return slug(self.name)
 
 
 class Figure1:
@@ -212,18 +223,19 @@ class Figure1:
     def _language(self, index: int, name: str, role: str) -> _Language:
         from .metrics import entropy_rate
 
-        lang = figure1_language(name, self.cfg.language_seed, self.cfg.length)
+        lang = language_from_spec(name)
         H = entropy_rate(lang, self.cfg.length, seed=self._seed(10, index))
         return _Language(name, role, lang, H["value"])
 
     def _train(self, lg: _Language, kind: str):
-        from .train import train
+        from .train import TrainConfig, train
 
         cfg = self.cfg
-        mc = model_config(cfg, lg.name, lg.lang.n_symbols, causal=(kind == "ar"))
-        res = train(mc, lg.lang, cfg.train_steps, cfg.batch, lr=cfg.lr, seed=cfg.seed,
-                    ckpt_path=self.out / lg.name / kind / "ckpt.pt", resume=True, device=self.device,
-                    ckpt_every=max(50, cfg.train_steps // 20), progress=self.progress)
+        tc = TrainConfig(model=model_config(cfg, lg.name, lg.lang.n_symbols, causal=(kind == "ar")), language=lg.name,
+                         train_steps=cfg.train_steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed,
+                         ckpt_every=max(50, cfg.train_steps // 20))
+        res = train(tc, lg.lang, ckpt_path=self.out / lg.folder / kind / "ckpt.pt", resume=True, device=self.device,
+                    progress=self.progress)
         lg.models[kind] = res.model
         s = res.summary()
         s.pop("checkpoint", None)
@@ -231,10 +243,12 @@ class Figure1:
 
     def _summary(self, lg: _Language) -> dict:
         """Training numbers, the MDM's learning error and the AR KL of a language (cached in summary.json)."""
-        from .metrics import ar_kl, learning_error
+        from mdmt.constructions.reverse.learning import learning_error
+
+        from .metrics import ar_kl
         from .sampling import MDMDenoiser, ar_sequence_nll
 
-        path = self.out / lg.name / "summary.json"
+        path = self.out / lg.folder / "summary.json"
         summary = _read_json(path) or {}
         cfg = self.cfg
         changed = False
@@ -249,7 +263,8 @@ class Figure1:
         if "mdm" in lg.models and "learning_error" not in summary:
             self.log(f"  {lg.name}: learning error of the MDM on {cfg.learning_error_num} sequences")
             summary["learning_error"] = learning_error(lg.lang, MDMDenoiser(lg.models["mdm"], batch=cfg.batch),
-                                                       cfg.length, num=cfg.learning_error_num, seed=self._seed(11))
+                                                       cfg.length, method="monte_carlo", num=cfg.learning_error_num,
+                                                       seed=self._seed(11))
             changed = True
         if "ar" in lg.models and "ar_kl" not in summary:
             summary["ar_kl"] = ar_kl(lg.lang, lambda x: ar_sequence_nll(lg.models["ar"], x, batch=cfg.batch),
@@ -262,44 +277,50 @@ class Figure1:
         lg.summary = summary
         return summary
 
+    def _pi(self, N: int) -> np.ndarray:
+        from mdmt.constructions.reverse.schedules import reveal_probabilities
+
+        return reveal_probabilities(self.cfg.schedule, N)
+
     def _bound(self, lg: _Language, N: int, eps: float) -> float | None:
-        """Theorem 4.2 chain bound on KL(q || p_N)/L with learning error eps (n-grams only)."""
-        from constructions.schedules import reveal_probabilities
+        """The (C4) chain bound on KL(q || p_N)/L with learning error eps (n-grams only)."""
+        from mdmt.bounds.dependencies import chain_bound
 
-        from .metrics import c4_bound
-
-        b = c4_bound(lg.lang, self.cfg.length, reveal_probabilities(self.cfg.schedule, N), eps)
-        return None if b is None else b["kl_per_token_bound"]
+        if getattr(lg.lang, "kind", None) != "ngram":
+            return None
+        return chain_bound(lg.lang.n, self.cfg.length, self._pi(N), lg.lang.n_symbols, eps)
 
     def _ser_bounds(self, lg: _Language, N: int, eps: float | None) -> tuple[float, float | None]:
         """Interval HMM: the exact oracle SER at N steps and the Theorem 4.4 lower bound at learning error eps."""
-        from constructions.interval_ser import oracle_ser, ser_lower_bound
-        from constructions.schedules import reveal_probabilities
+        from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, ser_lower_bound
 
-        pi = reveal_probabilities(self.cfg.schedule, N)
+        pi = self._pi(N)
         l, L = lg.interval_length, self.cfg.length
         return oracle_ser(l, L, pi), (None if eps is None else ser_lower_bound(l, L, pi, eps))
 
     def _point(self, lg: _Language, kind: str, N: int) -> dict:
-        from .metrics import generation_metrics
+        from mdmt.constructions.reverse.metrics import sample_metrics
+        from mdmt.constructions.reverse.sampler import sample_mdm
+
         from .sampling import MDMDenoiser, ar_sample, ddpm_cache
 
         cfg = self.cfg
-        seed = self._seed(20, N)  # the oracle and the MDM share their random numbers at each N
+        seed = self._seed(20, N)
         if kind == "ar":
-            res = ar_sample(lg.models["ar"], cfg.samples, cfg.length, seed=seed, batch=cfg.batch, device=self.device)
+            res = ar_sample(lg.models["ar"], cfg.num, cfg.length, seed=seed, batch=cfg.batch, device=self.device)
+        elif kind == "oracle":
+            res = sample_mdm(lg.lang, cfg.length, self._pi(N), cfg.num, seed=seed)
         else:
-            den = lg.lang if kind == "oracle" else MDMDenoiser(lg.models["mdm"], batch=cfg.batch)
-            res = ddpm_cache(den, cfg.samples, cfg.length, cfg.schedule, N, seed=seed, batch=cfg.batch,
-                             device=self.device if kind == "mdm" else "cpu")
-        m = generation_metrics(lg.lang, res.samples)
+            res = ddpm_cache(MDMDenoiser(lg.models["mdm"], batch=cfg.batch), cfg.num, cfg.length, self._pi(N),
+                             seed=seed, batch=cfg.batch, device=self.device)
+        m = sample_metrics(lg.lang, res.samples)
         eps = {"oracle": 0.0, "mdm": lg.summary.get("learning_error", {}).get("mean")}.get(kind)
         ser_exact = ser_bound = None
         if lg.interval_length and kind != "ar":
             ser_exact, ser_bound = self._ser_bounds(lg, N, 0.0 if kind == "oracle" else
                                                     lg.summary.get("learning_error", {}).get("max"))
         return {"language": lg.name, "role": lg.role, "kind": kind, "N": N, "L": cfg.length,
-                "schedule": cfg.schedule if kind != "ar" else None, "samples": cfg.samples,
+                "schedule": cfg.schedule if kind != "ar" else None, "num": cfg.num,
                 "nfe_mean": float(res.nfe.mean()), "ser": m["ser"], "ser_lo": m["ser_ci"][0], "ser_hi": m["ser_ci"][1],
                 "gen_perplexity": m["gen_perplexity"], "gen_perplexity_lo": m["gen_perplexity_ci"][0],
                 "gen_perplexity_hi": m["gen_perplexity_ci"][1], "gen_nll_per_token": m["gen_nll_per_token"],
@@ -321,11 +342,11 @@ class Figure1:
                 todo.append(("ar", cfg.length))
             todo = [(k, N) for k, N in todo if not row_path(self.out, name, k, N).exists()]
             needs_models = any(k != "oracle" for k, _ in todo) or (
-                any(k in cfg.kinds for k in ("mdm", "ar")) and not (self.out / name / "summary.json").exists())
+                any(k in cfg.kinds for k in ("mdm", "ar")) and not (self.out / lg.folder / "summary.json").exists())
             if needs_models:
                 self._summary(lg)
             else:
-                lg.summary = _read_json(self.out / name / "summary.json") or {}
+                lg.summary = _read_json(self.out / lg.folder / "summary.json") or {}
             bar = None
             if self.progress and todo:
                 from tqdm.auto import tqdm
@@ -370,7 +391,7 @@ class Figure1:
                 w.writeheader()
                 for r in rows:
                     w.writerow({k: ("" if v is None else v) for k, v in r.items()})
-            plot_figure1(rows, self.out / "figure1.png", title=f"mdmt figure1 --preset {self.cfg.model}, L = {self.cfg.length}")
+            plot_figure1(rows, self.out / "figure1.png", title=f"mdmt figure1 --model {self.cfg.model}, L = {self.cfg.length}")
         prov = _read_json(self.out / "figure1.json") or {}
         runs = prov.get("provenance", [])
         if self.provenance is not None:

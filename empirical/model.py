@@ -7,7 +7,7 @@ CPU-sized version with the same structure).  They differ only in the attention m
 
 MDM (bidirectional attention).  The input is x_t with masked positions (``MASK = -1`` in
 sequences) fed as the extra input id ``V``.  The output is the SUBS parameterization of the
-reverse model p_theta(x_i | x_U), i.e. the denoiser of Eq. 3 (THEORY §2):
+reverse model p_theta(x_i | x_U), i.e. the denoiser of Eq. 3 (Section 3.2):
 
 * the head has V outputs, one per real token, so the mask token gets no probability;
 * at a revealed position the output is the one-hot of the revealed token (carry-over), so
@@ -35,7 +35,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from constructions.validation import MASK
+from mdmt.constructions.validation import MASK
 
 NEG = -1e6  # log-probability of an excluded token (exp underflows to exactly 0 in float32)
 

@@ -1,24 +1,28 @@
-"""Sampling: the ddpm_cache sampler of Eq. 3 (THEORY §2) for any denoiser, and AR decoding with a KV cache.
+"""Sampling from networks: the ddpm_cache sampler of Eq. 3 (Section 3.2) in torch, and AR decoding with a KV cache.
 
-ddpm_cache.  N reverse steps j = 1..N with reveal probabilities pi (N,) (a schedule name, a
-Schedule, or an explicit vector; :func:`constructions.schedules.reveal_probabilities`).  Each
-position's reveal step tau_i is i.i.d. ~ pi; equivalently, at step j every still-masked position
-is revealed with probability r_j = pi_j / (1 - sum_{k<j} pi_k) (r_N = 1), independently.  The
-positions revealed at step j (the set S_j) draw their tokens independently from the denoiser's
-p(. | x_U) at the current state x_U; revealed tokens are carried over and never change; no mask
-is ever emitted.  The law of the output is p_N of Eq. 3 (unless the optional greedy final fill,
-off by default, takes the argmax at the last step).
+ddpm_cache.  N reverse steps j = 1..N with reveal probabilities pi (N,), as returned by
+:func:`mdmt.constructions.reverse.schedules.reveal_probabilities` (the boundary where a schedule
+becomes pi).  Each position's reveal step tau_i is i.i.d. ~ pi; equivalently, at step j every
+still-masked position is revealed with probability r_j = pi_j / (1 - sum_{k<j} pi_k) (r_N = 1),
+independently.  The positions revealed at step j (the set S_j) draw their tokens independently
+from the denoiser's p(. | x_U) at the current state x_U; revealed tokens are carried over and
+never change; no mask is ever emitted.  The law of the output is p_N of Eq. 3, the law of
+:func:`mdmt.constructions.reverse.sampler.sample_mdm` (unless the optional greedy final fill,
+off by default, takes the argmax at the last step); both return the same
+:class:`~mdmt.constructions.reverse.sampler.SampleResult`.
 
 Caching.  The denoiser is time-agnostic, so its output depends on the state alone; the state of a
 sequence changes only at the steps where it reveals something, so the denoiser is evaluated for
 that sequence exactly at those steps: NFE = #{j : S_j != {}} per sequence, with
-E[NFE] = sum_j 1 - (1 - pi_j)^L (:func:`constructions.schedules.expected_nfe`).
+E[NFE] = sum_j 1 - (1 - pi_j)^L (:func:`mdmt.constructions.reverse.schedules.expected_nfe`).
 
-Denoisers.  Anything of the denoiser protocol (int64 (B, L) with MASK -> probabilities (B, L, V),
-NumPy), e.g. the oracle ``language.posterior_marginals`` or a language object itself (the
-oracle, continued uniformly once a sample has left the support, since the independent draws of
-one step can leave it -- that is the SER of Theorem 4.3), or a trained MDM wrapped in
-:class:`MDMDenoiser` (or passed as a :class:`~empirical.model.Transformer`).
+Denoisers.  A trained MDM (a :class:`~mdmt.empirical.model.Transformer` or :class:`MDMDenoiser`),
+or anything of the NumPy denoiser protocol (int64 (B, L) with MASK -> probabilities (B, L, V)):
+a language object or its ``posterior_marginals`` stands for its oracle denoiser
+(:func:`mdmt.constructions.reverse.denoisers.oracle_denoiser`: continued uniformly once a sample
+has left the support, since the independent draws of one step can leave it -- that is the SER
+of Theorem 4.3).  For the oracle at scale :func:`~mdmt.constructions.reverse.sampler.sample_mdm`
+is much faster (its message kernel).
 
 AR.  :func:`ar_sample` draws x_i ~ p_theta(. | x_<i) for i = 1..L, one network call per token,
 with a KV cache (``use_cache=False`` re-runs the prefix, for checking).
@@ -27,36 +31,17 @@ with a KV cache (``use_cache=False`` re-runs the prefix, for checking).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from constructions.validation import MASK, positive_int
+from mdmt.constructions.reverse.denoisers import oracle_denoiser
+from mdmt.constructions.reverse.sampler import SampleResult
+from mdmt.constructions.reverse.schedules import as_pi, reveal_rates
+from mdmt.constructions.validation import MASK, positive_int
 
 from .model import Transformer, ar_input, ar_loss, autocast, subs_log_probs
-
-
-def _pi(schedule, N: int) -> np.ndarray:
-    from constructions.schedules import reveal_probabilities
-
-    return np.asarray(reveal_probabilities(schedule, N), dtype=np.float64)
-
-
-def reveal_rates_of(pi: np.ndarray) -> np.ndarray:
-    """r_j = pi_j / (1 - sum_{k<j} pi_k), 1 from the last step with pi_j > 0 on (so r_N = 1)."""
-    from constructions.schedules import reveal_rates
-
-    return np.asarray(reveal_rates(pi), dtype=np.float64)
-
-
-@dataclass
-class SampleResult:
-    samples: np.ndarray  # int64 (num, L)
-    nfe: np.ndarray  # int64 (num,): denoiser evaluations per sequence
-    seconds: float  # wall-clock time of the sampling loop
-    reveal_step: np.ndarray | None = None  # int64 (num, L): tau_i in 1..N (MDM only)
 
 
 class MDMDenoiser:
@@ -97,9 +82,6 @@ class MDMDenoiser:
         return self.torch_probs(torch.as_tensor(X)).double().cpu().numpy()
 
 
-ModelDenoiser = MDMDenoiser  # alias
-
-
 class _NumpyDenoiser:
     """A denoiser-protocol callable (NumPy in, NumPy out) used on tensors."""
 
@@ -109,15 +91,6 @@ class _NumpyDenoiser:
     def torch_probs(self, X: torch.Tensor) -> torch.Tensor:
         P = np.asarray(self.fn(X.cpu().numpy()), dtype=np.float64)
         return torch.as_tensor(P, device=X.device)
-
-
-def oracle_denoiser(language):
-    """The oracle q(x_i | x_U) of a language, uniform where q(x_U) = 0 (a sample that left the support)."""
-
-    def denoise(X):
-        return language.posterior_marginals(X, off_support="uniform")
-
-    return denoise
 
 
 def as_torch_denoiser(den):
@@ -137,36 +110,32 @@ def as_torch_denoiser(den):
 
 
 def _draw(P: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Inverse-CDF draw from rows P (..., V) with uniforms u (...); never an index outside 0..V-1."""
+    """Inverse-CDF draw from rows P (..., V) with uniforms u (...): the first v with cdf[v] > u * total.
+
+    The rule of :func:`mdmt.constructions.reverse.sampler.draw_tokens`: a token of probability 0
+    is never drawn, and the index never leaves 0..V-1.
+    """
     cdf = P.double().cumsum(-1)  # (..., V)
-    k = (cdf < u.double().unsqueeze(-1) * cdf[..., -1:]).sum(-1)
+    k = (cdf <= u.double().unsqueeze(-1) * cdf[..., -1:]).sum(-1)
     return k.clamp_(max=P.shape[-1] - 1)
 
 
 @torch.no_grad()
-def ddpm_cache(denoiser, num: int, L: int, schedule="linear", steps: int | None = None, *, seed: int = 0,
-               vocab_size: int | None = None, batch: int = 256, device="cpu", greedy_final: bool = False) -> SampleResult:
+def ddpm_cache(denoiser, num: int, L: int, pi, *, seed: int = 0, vocab_size: int | None = None, batch: int = 256,
+               device="cpu", greedy_final: bool = False) -> SampleResult:
     """``num`` sequences of length L from the N-step factorized sampler (Eq. 3) with caching.
 
-    ``schedule``: a schedule name (then ``steps`` = N is required), a Schedule, or an explicit pi
-    (N,).  Same seed, batch and device: same samples.  ``greedy_final``: the positions revealed
-    at the last step take the denoiser's most probable token instead of a draw (MDLM's final
-    noise-removal step); off by default, since it changes the law away from p_N of Eq. 3.
+    ``pi``: reveal probabilities (N,), ``reveal_probabilities(schedule, N)``.  Same seed, batch and
+    device: same samples.  ``greedy_final``: the positions revealed at the last step take the
+    denoiser's most probable token instead of a draw (MDLM's final noise-removal step); off by
+    default, since it changes the law away from p_N of Eq. 3.
     """
     num = positive_int("num", num)
     L = positive_int("L", L)
-    if isinstance(schedule, str) or hasattr(schedule, "reveal_probs"):
-        if steps is None:
-            raise ValueError(f"schedule {schedule!r} needs the number of steps N")
-        N = positive_int("number of steps N", steps)
-        pi = _pi(schedule, N)
-    else:
-        pi = np.asarray(schedule, dtype=np.float64).ravel()
-        if steps is not None and steps != len(pi):
-            raise ValueError(f"pi has {len(pi)} entries but steps N = {steps}")
-        pi = _pi(pi, len(pi))
-        N = len(pi)
-    rates = reveal_rates_of(pi)
+    batch = positive_int("batch", batch)
+    pi = as_pi(pi)
+    N = len(pi)
+    rates = reveal_rates(pi)
     den = as_torch_denoiser(denoiser)
     device = torch.device(device)
     gen = torch.Generator(device=device).manual_seed(int(seed))
@@ -201,14 +170,7 @@ def ddpm_cache(denoiser, num: int, L: int, schedule="linear", steps: int | None 
         torch.cuda.synchronize(device)
     if (out == MASK).any():  # impossible: r_N = 1 reveals every remaining position
         raise RuntimeError("sampler left a masked position")
-    return SampleResult(out, nfe, time.perf_counter() - t0, tau)
-
-
-def mdm_sample(denoiser, num: int, L: int, vocab_size: int | None, steps: int, schedule="linear", seed: int = 0,
-               batch: int = 256, device="cpu") -> SampleResult:
-    """Positional form of :func:`ddpm_cache` (denoiser, num, L, V, N, schedule)."""
-    pi = _pi(schedule, steps)
-    return ddpm_cache(denoiser, num, L, pi, seed=seed, vocab_size=vocab_size, batch=batch, device=device)
+    return SampleResult(out, nfe, tau, time.perf_counter() - t0, "torch")
 
 
 # ----------------------------------------------------------------------------- AR
@@ -262,7 +224,7 @@ def ar_sample(model: Transformer, num: int, L: int, seed: int = 0, batch: int = 
             out[s:s + b] = X.cpu().numpy()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    return SampleResult(out, np.full(num, L, dtype=np.int64), time.perf_counter() - t0)
+    return SampleResult(out, np.full(num, L, dtype=np.int64), None, time.perf_counter() - t0, "ar")
 
 
 @torch.no_grad()

@@ -1,6 +1,11 @@
-"""Training an MDM or its AR baseline on sequences drawn from a language (Section 5, Appendix E.2).
+"""Training an MDM or its AR baseline on sequences drawn from a language (Section 5.1, Appendix E.2).
 
-Objective.  The MDM minimizes the continuous-time ELBO of :func:`empirical.model.mdm_loss`
+Configuration.  One :class:`TrainConfig` (architecture, language SPEC, steps, batch, learning rate,
+seed, ...) says what a run is a function of; it is saved whole in every checkpoint (as nanoGPT
+saves its config), and a resume with another configuration is refused, naming the fields that
+differ.
+
+Objective.  The MDM minimizes the continuous-time ELBO of :func:`mdmt.empirical.model.mdm_loss`
 for the linear (log-linear) schedule alpha(t) = 1 - t: per sequence t ~ U(t_min, 1) (stratified
 over the batch), every token masked with probability t, loss (1/t) * sum over the masked
 positions of the cross entropy, divided by L.  The AR model minimizes the next-token cross
@@ -9,7 +14,7 @@ entropy per token.  Both are in nats per token.
 Validation.  A fixed validation set (drawn from the seed) gives the per-token NLL -- the NELBO
 for the MDM (an upper bound on -ln p_theta(x)/L), the exact NLL for the AR model -- which is
 compared with the language's entropy rate H(X_1..X_L)/L, the least any model can reach
-(:func:`empirical.metrics.entropy_rate`: exact for an n-gram, Monte Carlo otherwise).
+(:func:`mdmt.empirical.metrics.entropy_rate`: exact for an n-gram, Monte Carlo otherwise).
 
 Optimizer.  AdamW (betas 0.9, 0.999, weight decay 0), linear warm-up over the first 10% of the
 steps then cosine decay to 0, gradient-norm clipping at 1.
@@ -34,14 +39,16 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from constructions.validation import positive_int
+from mdmt.constructions.languages.io import language_digest
+from mdmt.constructions.languages.spec import canonical_spec, language_from_spec
+from mdmt.constructions.validation import positive_int, token_array
 
 from .model import ModelConfig, Transformer, ar_loss, autocast, diffusion_noise, mdm_loss
 
@@ -125,8 +132,6 @@ def data_rows_at(n: int, seed: int, step: int, batch: int) -> np.ndarray:
 
 def _check_data(data, V: int, L: int) -> tuple[np.ndarray, np.ndarray]:
     """A (train, val) pair of stored sequences, validated against the model's vocabulary and L."""
-    from constructions.validation import token_array
-
     if not (isinstance(data, (tuple, list)) and len(data) == 2):
         raise ValueError("data must be a (train, val) pair of token arrays")
     out = []
@@ -140,6 +145,75 @@ def _check_data(data, V: int, L: int) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything a training run is a function of; saved whole in every checkpoint.
+
+    ``language`` is a language SPEC (``preset:2gram-ter:0``, ``interval:4``, a file); it may be
+    None when :func:`train` is given a language object, whose digest then identifies it.
+    ``eval_every`` None means every ``train_steps // 10`` steps; ``ckpt_every`` None means at the
+    end only.  ``val_size`` sequences are drawn for validation (a stored data set brings its own).
+    """
+
+    model: ModelConfig
+    language: str | None = None
+    train_steps: int = 200
+    batch: int = 32
+    lr: float = 3e-4
+    seed: int = 0
+    t_min: float = 1e-3
+    warmup_frac: float = 0.1
+    grad_clip: float = 1.0
+    eval_every: int | None = None
+    val_size: int = 256
+    ckpt_every: int | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.model, ModelConfig):
+            raise ValueError(f"TrainConfig.model must be a ModelConfig, got {type(self.model).__name__}")
+        if self.language is not None:
+            object.__setattr__(self, "language", canonical_spec(self.language))
+        for name in ("train_steps", "batch", "val_size"):
+            positive_int(f"TrainConfig.{name}", getattr(self, name))
+        positive_int("TrainConfig.seed", self.seed, minimum=0)
+        for name in ("eval_every", "ckpt_every"):
+            if getattr(self, name) is not None:
+                positive_int(f"TrainConfig.{name}", getattr(self, name))
+        checks = {"lr": (self.lr, lambda v: v > 0, "a positive finite number"),
+                  "t_min": (self.t_min, lambda v: 0 < v < 1, "in (0, 1)"),
+                  "warmup_frac": (self.warmup_frac, lambda v: 0 <= v <= 1, "in [0, 1]"),
+                  "grad_clip": (self.grad_clip, lambda v: v >= 0, "a finite number >= 0")}
+        for name, (v, ok, what) in checks.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not ok(v):
+                raise ValueError(f"TrainConfig.{name} must be {what}, got {v!r}")
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["model"] = self.model.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainConfig":
+        d = dict(d)
+        d["model"] = ModelConfig(**d["model"])
+        return cls(**d)
+
+    def with_(self, **changes) -> "TrainConfig":
+        return replace(self, **changes)
+
+
+def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """Names of the entries that differ between two (nested) settings dicts."""
+    out = []
+    for k in sorted(set(old) | set(new)):
+        a, b = old.get(k), new.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, f"{prefix}{k}.")
+        elif a != b:
+            out.append(prefix + k)
+    return out
+
+
 @dataclass
 class TrainResult:
     model: Transformer
@@ -151,9 +225,11 @@ class TrainResult:
     seconds: float = 0.0
     checkpoint: str | None = None
     rank: int = 0  # this process's rank under torchrun (0 in a single process)
+    config: TrainConfig | None = None
 
     def summary(self) -> dict:
-        return {"step": self.step, "val_nll": self.val_nll, "entropy_rate": self.entropy_rate,
+        return {"config": None if self.config is None else self.config.to_dict(),
+                "step": self.step, "val_nll": self.val_nll, "entropy_rate": self.entropy_rate,
                 "gap": self.val_nll - self.entropy_rate, "final_train_loss": self.losses[-1] if self.losses else None,
                 "parameters": self.model.num_parameters(), "seconds": self.seconds, "checkpoint": self.checkpoint,
                 "history": self.history}
@@ -183,32 +259,33 @@ def validation_nll(model: Transformer, val: torch.Tensor, seed: int, t_min: floa
 def load_model(path: str | os.PathLike, device="cpu") -> Transformer:
     """The trained network stored in a checkpoint written by :func:`train`."""
     state = torch.load(path, map_location=device, weights_only=False)
-    model = Transformer(ModelConfig(**state["model_config"])).to(device)
+    model = Transformer(TrainConfig.from_dict(state["config"]).model).to(device)
     model.load_state_dict(state["model"])
     return model.eval()
 
 
-def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 3e-4, seed: int = 0,
-          ckpt_path: str | os.PathLike | None = None, resume: bool = False, *, device=None, t_min: float = 1e-3,
-          warmup_frac: float = 0.1, grad_clip: float = 1.0, eval_every: int | None = None, val_size: int = 256,
-          ckpt_every: int | None = None, stop_at: int | None = None, progress: bool = True,
-          data: tuple | None = None) -> TrainResult:
-    """Train (or resume) an MDM (``model_cfg.causal`` False) or AR model on sequences of length ``model_cfg.seq_len``.
+def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_path: str | os.PathLike | None = None,
+          resume: bool = False, stop_at: int | None = None, device=None, progress: bool = True) -> TrainResult:
+    """Train (or resume) the MDM (``cfg.model.causal`` False) or AR model of ``cfg``.
 
-    ``data``: a stored (train, val) pair (:mod:`empirical.data`) to train on instead of fresh
-    draws from the language: batches are read by :func:`data_rows_at` and ``val`` is the
-    validation set (``val_size`` is then unused).  The language still gives the entropy rate.
+    ``language``: the language object (default: built from ``cfg.language``).  ``data``: a stored
+    (train, val) pair (:mod:`mdmt.empirical.data`) to train on instead of fresh draws from the
+    language: batches are read by :func:`data_rows_at` and ``val`` is the validation set
+    (``cfg.val_size`` is then unused).  The language still gives the entropy rate.
 
-    ``ckpt_path``: checkpoint written every ``ckpt_every`` steps, at the end, and when stopping at
-    ``stop_at`` (a step count; the schedule still runs to ``steps``).  ``resume``: continue from
-    ``ckpt_path`` if it exists (ValueError if it was made with other settings).
+    ``ckpt_path``: checkpoint written every ``cfg.ckpt_every`` steps, at the end, and when stopping
+    at ``stop_at`` (a step count; the learning-rate schedule still runs to ``cfg.train_steps``).
+    ``resume``: continue from ``ckpt_path`` if it exists (ValueError if it was made with another
+    configuration, language or data set).
     """
-    steps = positive_int("steps", steps)
-    batch = positive_int("batch", batch)
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-        raise ValueError(f"learning rate lr must be a positive finite number, got {lr!r}")
-    if not 0 < t_min < 1:
-        raise ValueError(f"t_min must be in (0, 1), got {t_min!r}")
+    if not isinstance(cfg, TrainConfig):
+        raise ValueError(f"train needs a TrainConfig, got {type(cfg).__name__}")
+    if language is None:
+        if cfg.language is None:
+            raise ValueError("give a language object or a TrainConfig with a language SPEC")
+        language = language_from_spec(cfg.language)
+    model_cfg = cfg.model
+    steps, batch, lr, seed, t_min = cfg.train_steps, cfg.batch, cfg.lr, cfg.seed, cfg.t_min
     if language.n_symbols != model_cfg.vocab_size:
         raise ValueError(f"the language has V = {language.n_symbols} tokens but the model's vocab_size is {model_cfg.vocab_size}")
     ddp = _Dist(device)
@@ -216,9 +293,8 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
     if batch % ddp.world:
         raise ValueError(f"batch = {batch} is not a multiple of the world size {ddp.world}")
     L = model_cfg.seq_len
-    eval_every = eval_every or max(1, steps // 10)
-    settings = {"model_config": model_cfg.to_dict(), "steps": steps, "batch": batch, "lr": float(lr), "seed": int(seed),
-                "t_min": t_min, "warmup_frac": warmup_frac, "grad_clip": grad_clip, "val_size": val_size}
+    eval_every = cfg.eval_every or max(1, steps // 10)
+    settings = {"config": cfg.to_dict(), "language_digest": language_digest(language)}
     if data is not None:
         from .data import digest
 
@@ -230,14 +306,14 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
         model = Transformer(model_cfg)
     model = model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.999), weight_decay=0.0)
-    warmup = int(round(warmup_frac * steps))
+    warmup = int(round(cfg.warmup_frac * steps))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, partial(cosine_with_warmup, total=steps, warmup=warmup))
     step, losses, history = 0, [], []
     ckpt = Path(ckpt_path) if ckpt_path is not None else None
     if resume and ckpt is not None and ckpt.exists():
         st = torch.load(ckpt, map_location="cpu", weights_only=False)  # RNG states must stay CPU tensors
         if st["settings"] != settings:
-            diff = sorted(k for k in settings if st["settings"].get(k) != settings[k])
+            diff = _differences(st["settings"], settings)
             raise ValueError(f"checkpoint {ckpt} was made with other settings ({', '.join(diff)} differ); "
                              "use another path or resume=False")
         model.load_state_dict(st["model"])
@@ -260,7 +336,7 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
         ckpt.parent.mkdir(parents=True, exist_ok=True)
         state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
                  "step": step, "losses": losses, "history": history, "settings": settings,
-                 "model_config": model_cfg.to_dict(),
+                 "config": cfg.to_dict(),
                  "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state()}}
         tmp = ckpt.with_name(ckpt.name + ".tmp")
         torch.save(state, tmp)
@@ -272,7 +348,7 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
     H = entropy_rate(language, L, seed=seed_of(seed, 5) % (2**32))["value"]
     if data is None:
         val_rng = np.random.default_rng(np.random.SeedSequence([int(seed), 3]))
-        val = torch.as_tensor(np.asarray(language.sample(val_size, L, val_rng), dtype=np.int64))
+        val = torch.as_tensor(np.asarray(language.sample(cfg.val_size, L, val_rng), dtype=np.int64))
     else:
         val = torch.as_tensor(data[1])
 
@@ -296,8 +372,8 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
                 loss = mdm_loss(net, xb, ddp.shard(t).to(device), ddp.shard(mask).to(device)).mean() / L
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        if grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        if cfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         opt.step()
         sched.step()
         step += 1
@@ -310,7 +386,7 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
                 bar.set_postfix(loss=f"{losses[-1]:.4f}", val=f"{v:.4f}", H=f"{H:.4f}")
         if bar is not None:
             bar.update(1)
-        if ckpt_every and step % ckpt_every == 0 and step < end:
+        if cfg.ckpt_every and step % cfg.ckpt_every == 0 and step < end:
             save()
     if bar is not None:
         bar.close()
@@ -319,4 +395,4 @@ def train(model_cfg: ModelConfig, language, steps: int, batch: int, lr: float = 
     model.eval()
     return TrainResult(model=model, step=step, losses=losses, history=history, val_nll=v, entropy_rate=H,
                        seconds=time.perf_counter() - t0, checkpoint=None if ckpt is None else str(ckpt),
-                       rank=ddp.rank)
+                       rank=ddp.rank, config=cfg)

@@ -1,8 +1,92 @@
 """mdmt: a verification toolkit for the theory of masked diffusion language models.
 
-The package ``mdmt`` holds the command-line interface; the mathematics lives in
-``bounds`` (theorem statements and bound curves), ``constructions`` (languages,
-exact inference, the reverse process) and ``empirical`` (trained networks).
+It turns Feng et al., *Theoretical Benefit and Limitation of Diffusion Language Model*
+(NeurIPS 2025, arXiv 2502.09622) into software: exact languages, the exact law of the
+masked diffusion sampler, every link of the paper's proofs as a check, bound curves, and
+trained networks measured against the same quantities.
+
+Subpackages: :mod:`mdmt.constructions` (languages, the reverse process), :mod:`mdmt.bounds`
+(theorem statements, dependency counts, checks, curves), :mod:`mdmt.empirical` (networks) and
+:mod:`mdmt.commands` (the ``mdmt`` console script).
+
+The public API below is importable from ``mdmt`` directly (``from mdmt import HMM``); each name
+is loaded on first use, so ``import mdmt`` is cheap.
+
+Languages
+    ``HMM``, ``NGram``, ``preset``, ``PRESETS``, ``random_ngram``, ``random_hmm``,
+    ``interval_hmm`` (the Theorem 4.4 counterexample), ``language_from_spec``,
+    ``load_language``, ``save_language``, ``MASK``
+Schedules
+    ``get_schedule``, ``parse_schedule``, ``reveal_probabilities``, ``p_distinct``, ``expected_nfe``
+Denoisers
+    ``oracle_denoiser``, ``TemperedOracle``, ``UniformMixture``, ``BitBiasedInterval``
+Exact evaluators
+    ``exact_output_law``, ``exact_metrics``, ``chain_quantities``, ``assignment_quantities``,
+    ``learning_error``, ``oracle_ser``, ``ser_lower_bound``, ``expected_dependencies``, ``chain_bound``
+The oracle sampler
+    ``sample_mdm``, ``sample_metrics``, ``assignment_kl_estimate``, ``SampleResult``
+Theorem statements and the main job
+    ``STATEMENTS`` (the sympy statements of Lemmas A.1-A.3, B.10/B.11 and Theorems 4.2-4.4), ``verify``
 """
 
+from __future__ import annotations
+
+import importlib
+
 __version__ = "0.1.0"
+
+_API = {
+    "HMM": "mdmt.constructions.languages.hmm",
+    "NGram": "mdmt.constructions.languages.ngram",
+    "preset": "mdmt.constructions.languages.random_languages",
+    "PRESETS": "mdmt.constructions.languages.random_languages",
+    "random_ngram": "mdmt.constructions.languages.random_languages",
+    "random_hmm": "mdmt.constructions.languages.random_languages",
+    "interval_hmm": "mdmt.constructions.languages.interval",
+    "language_from_spec": "mdmt.constructions.languages.spec",
+    "load_language": "mdmt.constructions.languages.io",
+    "save_language": "mdmt.constructions.languages.io",
+    "MASK": "mdmt.constructions.validation",
+    "get_schedule": "mdmt.constructions.reverse.schedules",
+    "parse_schedule": "mdmt.constructions.reverse.schedules",
+    "reveal_probabilities": "mdmt.constructions.reverse.schedules",
+    "p_distinct": "mdmt.constructions.reverse.schedules",
+    "expected_nfe": "mdmt.constructions.reverse.schedules",
+    "oracle_denoiser": "mdmt.constructions.reverse.denoisers",
+    "TemperedOracle": "mdmt.constructions.reverse.denoisers",
+    "UniformMixture": "mdmt.constructions.reverse.denoisers",
+    "BitBiasedInterval": "mdmt.constructions.reverse.denoisers",
+    "exact_output_law": "mdmt.constructions.reverse.exact",
+    "exact_metrics": "mdmt.constructions.reverse.exact",
+    "chain_quantities": "mdmt.constructions.reverse.chain",
+    "assignment_quantities": "mdmt.constructions.reverse.chain",
+    "learning_error": "mdmt.constructions.reverse.learning",
+    "oracle_ser": "mdmt.constructions.reverse.interval_closed_forms",
+    "ser_lower_bound": "mdmt.constructions.reverse.interval_closed_forms",
+    "sample_mdm": "mdmt.constructions.reverse.sampler",
+    "assignment_kl_estimate": "mdmt.constructions.reverse.sampler",
+    "SampleResult": "mdmt.constructions.reverse.sampler",
+    "sample_metrics": "mdmt.constructions.reverse.metrics",
+    "expected_dependencies": "mdmt.bounds.dependencies",
+    "chain_bound": "mdmt.bounds.dependencies",
+    "verify": "mdmt.bounds.verify",
+}
+_RENAMED = {"STATEMENTS": ("mdmt.bounds.statements", "ALL")}
+
+__all__ = sorted([*_API, *_RENAMED])
+
+
+def __getattr__(name: str):
+    if name in _API:
+        value = getattr(importlib.import_module(_API[name]), name)
+    elif name in _RENAMED:
+        module, attr = _RENAMED[name]
+        value = getattr(importlib.import_module(module), attr)
+    else:
+        raise AttributeError(f"module 'mdmt' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *__all__])

@@ -30,6 +30,12 @@ COMMANDS = {
 
 
 class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit 2) and no abbreviated options (``--length`` is not ``--lengths``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # argparse's own usage errors: one line, exit 2
         self.exit(2, f"{self.prog}: error: {message}\n")
 
@@ -53,7 +59,10 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     only = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only if only in COMMANDS else None)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors (2), --help and --version (0)
+        return int(exc.code or 0)
     try:
         return int(args._run(args) or 0)
     except (ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:

@@ -1,54 +1,18 @@
-"""Dependency counts, sympy statements, every check family with teeth, curves and `mdmt verify`."""
+"""Theorem statements, every check family with teeth, bound curves and `mdmt verify` (Appendices A-C)."""
 
-import itertools
 import math
 
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given
-from hypothesis import strategies as st
 
-from bounds import checks
-from bounds.checks import Instance
-from bounds.curves import critical_c, min_steps_ter, ter_chain_bound
-from bounds.dependencies import dependencies_for_assignment, expected_dependencies, expected_dependencies_per_step
-from bounds.statements import ALL, Step, eps, p_e, theorem_42_steps, theorem_44_constant
-from bounds.verify import verify
-from constructions import NGram, interval_hmm
-from constructions.interval_ser import oracle_ser
-from constructions.schedules import get_schedule
-
-
-def test_dependencies_for_an_assignment_by_hand():
-    # n = 3 (separators: runs of >= 2 revealed). tau = [1, 2, 2, 1, 1, 2, 2]:
-    # step 2: revealed {0, 3, 4}; {3, 4} is a separator -> segments [0..2], [5..6];
-    # new {1, 2} in the first, {5, 6} in the second: D_2 = 4 - 2 = 2. Step 1: one segment, D_1 = 3 - 1 = 2.
-    np.testing.assert_array_equal(dependencies_for_assignment(3, [1, 2, 2, 1, 1, 2, 2]), [2, 2])
-    # n = 2: every revealed token separates: step 2 segments [1,2], [5,6] -> D_2 = 2
-    np.testing.assert_array_equal(dependencies_for_assignment(2, [1, 2, 2, 1, 1, 2, 2]), [2, 2])
-    np.testing.assert_array_equal(dependencies_for_assignment(2, [1, 2, 1, 2]), [1, 0])
-
-
-@given(st.integers(2, 4), st.integers(1, 6), st.integers(1, 3), st.integers(0, 2**31))
-def test_expected_dependencies_equal_brute_force(n, L, N, seed):
-    pi = np.random.default_rng(seed).random(N) + 0.05
-    pi /= pi.sum()
-    total = np.zeros(N)
-    for tau in itertools.product(range(1, N + 1), repeat=L):
-        tau = np.array(tau)
-        d = dependencies_for_assignment(n, tau)
-        total[: len(d)] += np.prod(pi[tau - 1]) * d
-    np.testing.assert_allclose(expected_dependencies_per_step(n, L, pi), total, atol=1e-12)
-
-
-def test_expected_dependencies_monte_carlo_at_large_L():
-    n, L, N = 3, 2000, 16
-    pi = get_schedule("cosine").reveal_probs(N)
-    rng = np.random.default_rng(0)
-    draws = [dependencies_for_assignment(n, rng.choice(N, size=L, p=pi) + 1).sum() for _ in range(200)]
-    m, s = np.mean(draws), np.std(draws, ddof=1) / np.sqrt(len(draws))
-    assert abs(expected_dependencies(n, L, pi) - m) < 4 * s
+from mdmt.bounds import checks
+from mdmt.bounds.checks import Instance
+from mdmt.bounds.curves import critical_c, min_steps_ter, ter_chain_bound
+from mdmt.bounds.statements import ALL, Step, eps, p_e, theorem_42_steps, theorem_44_constant
+from mdmt.bounds.verify import verify
+from mdmt.constructions.languages import NGram, interval_hmm
+from mdmt.constructions.reverse.interval_closed_forms import oracle_ser
 
 
 def test_every_sympy_derivation_verifies_and_a_wrong_one_does_not():

@@ -1,37 +1,164 @@
-"""The `mdmt` console script: each subcommand end to end, JSON output, one-line errors."""
+"""The `mdmt` console script end to end: each subcommand's output, JSON, and one-line errors."""
 
 import json
+import math
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from constructions import interval_hmm, load_language
 from mdmt.cli import main
+from mdmt.commands._common import print_json
+from mdmt.constructions.languages import (PRESETS, interval_hmm, load_language, preset, pruned_fraction, random_hmm,
+                                          random_ngram)
+
+
+def run(capsys, argv):
+    try:
+        status = main(argv)
+    except SystemExit as exc:  # argparse's own usage errors
+        status = exc.code
+    out = capsys.readouterr()
+    return status, out.out, out.err
 
 
 def run_json(capsys, argv):
-    assert main(argv + ["--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    status, out, err = run(capsys, argv + ["--json"])
+    assert status == 0, err
+    return json.loads(out)
 
 
-def test_counterexample_language_and_score(tmp_path, capsys):
-    ce = tmp_path / "ce.json"
-    out = run_json(capsys, ["counterexample", "--interval-length", "5", "--out", str(ce)])
-    assert out["n_symbols"] == 16
-    assert load_language(ce) == interval_hmm(5)
-    lang = tmp_path / "l.json"
-    assert main(["language", "--preset", "3gram", "--seed", "0", "--out", str(lang)]) == 0
+def write_sequences(path, rows):
+    path.write_text("".join(" ".join(str(int(t)) for t in r) + "\n" for r in rows))
+    return path
+
+
+def test_counterexample_writes_the_interval_hmm(tmp_path, capsys):
+    out = tmp_path / "ce.json"
+    status, text, _ = run(capsys, ["counterexample", "--interval-length", "5", "--out", str(out)])
+    assert status == 0 and text.count("\n") == 1 and "16 symbols, 544 hidden states" in text
+    assert load_language(out) == interval_hmm(5)
+    summary = run_json(capsys, ["counterexample", "-l", "3", "--out", str(tmp_path / "ce3.npz")])
+    assert summary == {"interval_length": 3, "n_symbols": 4, "n_states": 16, "pairs_per_interval": 3,
+                       "spec": "interval:3", "out": str(tmp_path / "ce3.npz")}
+    assert load_language(tmp_path / "ce3.npz") == interval_hmm(3)
+
+
+def test_language_presets_and_custom_generators(tmp_path, capsys):
+    out = tmp_path / "l.json"
+    summary = run_json(capsys, ["language", "--language", "preset:3gram:4", "--out", str(out)])
+    assert load_language(out) == preset("3gram", 4)
+    assert summary["pruned_fraction"] == pruned_fraction(preset("3gram", 4))
+    doc = json.loads(out.read_text())
+    assert doc["name"] == "preset:3gram:4" and doc["metadata"]["seed"] == 4 and doc["metadata"]["threshold"] == 0.008
+    assert main(["language", "--language", "interval:3", "--out", str(tmp_path / "i.json")]) == 0
+    assert load_language(tmp_path / "i.json") == interval_hmm(3)
     capsys.readouterr()
+
+    assert main(["language", "--kind", "ngram", "--n", "2", "--vocab", "5", "--temperature", "1.5",
+                 "--threshold", "0.01", "--seed", "2", "--out", str(out)]) == 0
+    assert load_language(out) == random_ngram(2, 5, 1.5, 0.01, 2)
+    assert main(["language", "--kind", "hmm", "--states", "6", "--vocab", "3", "--temperature", "3.2",
+                 "--threshold", "0.003", "--out", str(tmp_path / "h.npz")]) == 0
+    assert load_language(tmp_path / "h.npz") == random_hmm(6, 3, 3.2, 0.003, 0)
+    text = capsys.readouterr().out
+    assert text.count("\n") == 2 and "pruned fraction" in text
+
+
+def test_language_list(capsys):
+    rows = run_json(capsys, ["language", "--list", "--seed", "1"])
+    assert [r["name"] for r in rows] == list(PRESETS)
+    assert [r["spec"] for r in rows] == [f"preset:{name}:1" for name in PRESETS]
+    for r in rows:
+        assert r["pruned_fraction"] == pruned_fraction(preset(r["name"], 1))
+        assert r["temperature"] == PRESETS[r["name"]].temperature and r["threshold"] == PRESETS[r["name"]].threshold
+    status, text, _ = run(capsys, ["language", "--list"])
+    assert status == 0 and all(f"preset:{name}:0" in text for name in PRESETS) and "pruned transition" in text
+
+
+def test_score_table_json_and_mixed_lengths(tmp_path, capsys):
+    lang = random_ngram(2, 4, 1.0, 0.2, seed=1)
+    lang_file = tmp_path / "g.json"
+    main(["language", "--kind", "ngram", "--n", "2", "--vocab", "4", "--temperature", "1.0", "--threshold", "0.2",
+          "--seed", "1", "--out", str(lang_file)])
+    capsys.readouterr()
+    good = lang.sample(3, 7, seed=0)
+    X = np.random.default_rng(0).integers(0, 4, size=(40, 5))
+    outside = X[~lang.in_support(X)][:2]
+    assert len(outside) == 2
+    rows = [good[0], outside[0], [int(good[1, 0])], good[2], outside[1]]
+    seqs = write_sequences(tmp_path / "s.txt", rows)
+    with open(seqs, "a") as fh:
+        fh.write("\n   \n")  # blank lines are skipped
+    res = run_json(capsys, ["score", "--language", str(lang_file), "--sequences", str(seqs)])
+    assert [r["in_support"] for r in res] == [True, False, True, True, False]
+    for r, x in zip(res, rows):
+        assert set(r) == {"log_likelihood", "in_support"}
+        if r["in_support"]:
+            assert r["log_likelihood"] == pytest.approx(float(lang.score(np.array(x))[0]), rel=1e-12)
+        else:
+            assert r["log_likelihood"] is None
+    status, text, _ = run(capsys, ["score", "--language", str(lang_file), "--sequences", str(seqs)])
+    lines = text.strip().splitlines()
+    assert status == 0 and len(lines) == 2 + 5 and "log_likelihood" in lines[0] and "-inf" in lines[3]
+
+
+def test_score_counterexample_closed_form(tmp_path, capsys):
+    ce = tmp_path / "ce.json"
+    main(["counterexample", "-l", "4", "--out", str(ce)])
+    capsys.readouterr()
+    x = interval_hmm(4).sample(2, 8, seed=3)
+    res = run_json(capsys, ["score", "--language", str(ce), "--sequences", str(write_sequences(tmp_path / "s", x))])
+    # uniform on 2^(2 * 6) consistent sequences
+    assert [r["log_likelihood"] for r in res] == pytest.approx([-12 * math.log(2)] * 2, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("0 1 2\n0 1 x\n", "line 2: token 'x' is not an integer"),
+        ("0 1 2\n\n0 9 1\n", "line 3: token 9 is outside the vocabulary 0..7"),
+        ("0 -1 2\n", "line 1: token -1 is outside the vocabulary 0..7"),
+        ("0 1.5 2\n", "line 1: token '1.5' is not an integer"),
+        ("\n\n", "no sequences"),
+    ],
+)
+def test_score_bad_sequences_give_one_error_line(tmp_path, capsys, content, message):
     seqs = tmp_path / "s.txt"
-    x = interval_hmm(5).sample(2, 10, seed=0)
-    bad = x[0].copy()
-    bad[0] ^= 1
-    seqs.write_text("\n".join(" ".join(map(str, r)) for r in [x[0], x[1], bad]) + "\n0 1 2 3 4\n")
-    res = run_json(capsys, ["score", "--language", str(ce), "--sequences", str(seqs)])
-    assert [r["in_support"] for r in res] == [True, True, False, False]
-    assert res[0]["log_likelihood"] == pytest.approx(-20 * np.log(2)) and res[2]["log_likelihood"] is None
+    seqs.write_text(content)
+    status, out, err = run(capsys, ["score", "--language", "preset:2gram", "--sequences", str(seqs)])
+    assert status == 2 and out == "" and message in err
+    assert err.startswith("mdmt score: error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["counterexample", "-l", "1", "--out", "x.json"], "interval length l must be >= 2, got 1"),
+        (["language", "--kind", "hmm", "--threshold", "2", "--out", "x.json"], "threshold must be in [0, 1), got 2.0"),
+        (["language", "--kind", "ngram", "--temperature", "0", "--out", "x.json"], "temperature must be a positive number"),
+        (["language", "--language", "preset:hmm", "--kind", "hmm", "--out", "x.json"], "not both"),
+        (["language"], "give --language SPEC, --kind ngram|hmm, or --list"),
+        (["language", "--language", "preset:5gram", "--out", "x.json"], "unknown preset '5gram'"),
+        (["score", "--language", "preset:7gram", "--sequences", "s.txt"], "unknown preset '7gram'; valid presets: 2gram"),
+        (["score", "--language", "preset:hmm:abc", "--sequences", "s.txt"], "seed 'abc' is not a non-negative integer"),
+        (["score", "--language", "missing.json", "--sequences", "s.txt"], "'missing.json': no such file"),
+        (["score", "--language", "3gram", "--sequences", "s.txt"], "did you mean preset:3gram?"),
+        (["exact", "--language", "preset:2gram", "-L", "3", "-N", "2", "--schedule", "0.5,0.2"], "sum to 0.7"),
+        (["exact", "--language", "interval-3", "-L", "3", "-N", "2"], "did you mean interval:3?"),
+        (["curve", "ser", "-l", "5", "--length", "1001"], "L=1001 is not a multiple of the interval length l=5"),
+        (["curve", "ser", "--lengths", "100"], "unrecognized arguments: --lengths"),
+        (["curve", "ter", "--length", "1024"], "unrecognized arguments: --length"),
+        (["language", "--language", "preset:3gram"], "--out FILE is required"),
+    ],
+)
+def test_bad_arguments_give_one_error_line(tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.txt").write_text("0 1\n")
+    status, _, err = run(capsys, argv)
+    assert status == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "x.json").exists()
 
 
 def test_exact_sample_dependencies_curve(tmp_path, capsys):
@@ -42,6 +169,8 @@ def test_exact_sample_dependencies_curve(tmp_path, capsys):
     assert {"kl_nats", "ser"} <= ex.keys() and 0 < ex["ser"] < 1
     sm = run_json(capsys, ["sample", "--language", str(ce), "--length", "6", "--steps", "3", "--num", "3000"])
     assert sm["ser_ci"][0] <= ex["ser"] <= sm["ser_ci"][1]
+    assert sm["gen_perplexity"] is None and "infinite" in sm["note"]  # some samples left the support
+    assert run_json(capsys, ["exact", "--language", "interval:3", "-L", "6", "-N", "3"]) == ex  # the same language
     dep = run_json(capsys, ["dependencies", "--n", "3", "--length", "256", "--steps", "16", "--schedule", "linear"])
     assert dep["expected_dependencies"] > 0 and len(dep["per_step"]) == 16
     ser = run_json(capsys, ["curve", "ser", "--interval-length", "5", "--length", "1000"])
@@ -52,25 +181,28 @@ def test_exact_sample_dependencies_curve(tmp_path, capsys):
     assert png.stat().st_size > 1000 and csv.read_text().startswith("L,N,chain_bound")
 
 
-@pytest.mark.parametrize(
-    "argv, message",
-    [
-        (["exact", "--language", "missing.json", "-L", "3", "-N", "2"], "No such file or directory"),
-        (["exact", "--language", "preset:2gram", "-L", "3", "-N", "2", "--schedule", "0.5,0.2"], "sum to 0.7"),
-        (["curve", "ser", "-l", "5", "--length", "1001"], "L=1001 is not a multiple of the interval length l=5"),
-        (["language", "--preset", "3gram"], "--out FILE is required"),
-    ],
-)
-def test_errors_are_one_line(argv, message, capsys):
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+def test_malformed_language_file_is_one_error_line(tmp_path, capsys):
+    lang = tmp_path / "bad.json"
+    lang.write_text(json.dumps({"kind": "hmm", "initial": [1.0], "transition": [[0.5]], "emission": [[1.0]]}))
+    (tmp_path / "s.txt").write_text("0\n")
+    status, _, err = run(capsys, ["score", "--language", str(lang), "--sequences", str(tmp_path / "s.txt")])
+    assert status == 2 and "invalid key 'transition': transmat row 0 sums to 0.5" in err and err.count("\n") == 1
 
 
-def test_console_script_runs_as_a_module(tmp_path):
-    seqs = tmp_path / "s.txt"
-    seqs.write_text("0 1 9\n")
-    p = subprocess.run([sys.executable, "-m", "mdmt", "score", "--language", "preset:2gram", "--sequences", str(seqs)],
+def test_print_json_maps_non_finite_numbers_to_null(capsys):
+    print_json({"a": float("inf"), "b": np.float64("nan"), "c": np.arange(2), "d": np.bool_(True), 3: [-np.inf, 1.5]})
+    assert json.loads(capsys.readouterr().out) == {"a": None, "b": None, "c": [0, 1], "d": True, "3": [None, 1.5]}
+
+
+def test_python_m_mdmt(tmp_path):
+    ce = tmp_path / "ce.json"
+    p = subprocess.run([sys.executable, "-m", "mdmt", "counterexample", "-l", "3", "--out", str(ce), "--json"],
                        capture_output=True, text=True)
-    assert p.returncode == 2 and "line 1: token 9 is outside the vocabulary 0..7" in p.stderr
-    assert "Traceback" not in p.stderr
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["n_symbols"] == 4
+    seqs = write_sequences(tmp_path / "s.txt", [[0, 0, 0], [0, 0, 1], [3, 3, 3]])
+    p = subprocess.run([sys.executable, "-m", "mdmt", "score", "--language", str(ce), "--sequences", str(seqs), "--json"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    # l = 3: token bits (c_ab) MSB-first; 000 and 333 are consistent, 001 is not (c_12 = 0 at position 1, 1 at position 2)
+    assert [r["in_support"] for r in json.loads(p.stdout)] == [True, False, True]

@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -14,26 +13,26 @@ torch = pytest.importorskip("torch")
 if not torch.distributed.is_available():
     pytest.skip("torch.distributed is not available in this build", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parent.parent
 
 WORKER = textwrap.dedent("""
     import sys
-    from constructions.random_languages import preset
-    from empirical.model import ModelConfig
-    from empirical.train import train
+    from mdmt.constructions.languages.random_languages import preset
+    from mdmt.empirical.model import ModelConfig
+    from mdmt.empirical.train import train
+
+    from mdmt.empirical.train import TrainConfig
 
     kind, ckpt, stop = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    lang = preset("2gram-ter", 0)
-    cfg = ModelConfig.preset("tiny", lang.n_symbols, seq_len=16, causal=kind == "ar")
-    train(cfg, lang, 8, 8, seed=5, ckpt_path=ckpt, resume=True, device="cpu", stop_at=stop, progress=False)
+    model = ModelConfig.preset("tiny", 8, seq_len=16, causal=kind == "ar")
+    cfg = TrainConfig(model=model, language="preset:2gram-ter", train_steps=8, batch=8, seed=5)
+    train(cfg, ckpt_path=ckpt, resume=True, device="cpu", stop_at=stop, progress=False)
 """)
 
 
 def _torchrun(tmp_path, kind, ckpt, stop):
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(script),
            kind, str(ckpt), str(stop)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
@@ -42,9 +41,8 @@ def _torchrun(tmp_path, kind, ckpt, stop):
 
 @pytest.mark.parametrize("kind", ["mdm", "ar"])
 def test_torchrun_two_ranks_match_one_process_and_resume(tmp_path, kind):
-    from constructions.random_languages import preset
-    from empirical.model import ModelConfig
-    from empirical.train import train
+    from mdmt.empirical.model import ModelConfig
+    from mdmt.empirical.train import TrainConfig, train
 
     ckpt = tmp_path / "ddp.pt"
     _torchrun(tmp_path, kind, ckpt, 5)  # stopped after 5 of 8 steps ...
@@ -52,9 +50,9 @@ def test_torchrun_two_ranks_match_one_process_and_resume(tmp_path, kind):
     _torchrun(tmp_path, kind, ckpt, 8)  # ... and resumed under torchrun
     ddp = torch.load(ckpt, weights_only=False)
 
-    lang = preset("2gram-ter", 0)
-    cfg = ModelConfig.preset("tiny", lang.n_symbols, seq_len=16, causal=kind == "ar")
-    single = train(cfg, lang, 8, 8, seed=5, device="cpu", progress=False)
+    model = ModelConfig.preset("tiny", 8, seq_len=16, causal=kind == "ar")
+    single = train(TrainConfig(model=model, language="preset:2gram-ter", train_steps=8, batch=8, seed=5), device="cpu",
+                   progress=False)
     assert ddp["step"] == 8
     # The same full batches, split over two ranks and averaged: equal up to summation order.
     assert ddp["losses"] == pytest.approx(single.losses, rel=1e-4, abs=1e-6)
@@ -63,24 +61,22 @@ def test_torchrun_two_ranks_match_one_process_and_resume(tmp_path, kind):
 
 
 def test_batch_must_split_evenly_over_ranks(monkeypatch):
-    from constructions.random_languages import preset
-    from empirical.model import ModelConfig
-    from empirical.train import _Dist, train
+    from mdmt.empirical.model import ModelConfig
+    from mdmt.empirical.train import TrainConfig, _Dist, train
 
     monkeypatch.setenv("WORLD_SIZE", "3")
     monkeypatch.setattr(_Dist, "__init__", lambda self, device: (setattr(self, "world", 3), setattr(self, "rank", 0),
                                                                   setattr(self, "on", True),
                                                                   setattr(self, "device", torch.device("cpu")))[0])
-    lang = preset("2gram-ter", 0)
+    cfg = TrainConfig(model=ModelConfig.preset("tiny", 8, seq_len=8), language="preset:2gram-ter", train_steps=2, batch=8)
     with pytest.raises(ValueError, match="batch = 8 is not a multiple of the world size 3"):
-        train(ModelConfig.preset("tiny", lang.n_symbols, seq_len=8), lang, 2, 8, device="cpu", progress=False)
+        train(cfg, device="cpu", progress=False)
 
 
 def test_cli_train_under_torchrun_reports_once(tmp_path):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "mdmt", "train",
-           "--preset", "2gram-ter", "--model", "tiny", "-L", "16", "--steps", "4", "--batch", "8",
+           "--language", "preset:2gram-ter", "--model", "tiny", "-L", "16", "--train-steps", "4", "--batch", "8",
            "--out", str(tmp_path / "run"), "--no-progress"]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

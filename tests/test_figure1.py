@@ -1,4 +1,4 @@
-"""`mdmt figure1` (empirical.experiments): the N sweep, its resumption, merging and outputs, at toy scale on CPU."""
+"""`mdmt figure1` (mdmt.empirical.experiments): the N sweep, its resumption, merging and outputs, at toy scale on CPU."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ import pytest
 
 pytest.importorskip("torch")
 
-from empirical.experiments import Figure1, Figure1Config, markdown_tables, row_path  # noqa: E402
+from mdmt.empirical.experiments import Figure1, Figure1Config, markdown_tables, row_path  # noqa: E402
 from mdmt.cli import main  # noqa: E402
 
-TOY = dict(model="tiny", ter_languages=("2gram-ter",), ser_languages=("2gram",), steps=(1, 16), length=16,
-           train_steps=6, batch=8, samples=48, learning_error_num=16, seed=3)
+TOY = dict(model="tiny", ter_languages=("preset:2gram-ter",), ser_languages=("preset:2gram",), steps=(1, 16), length=16,
+           train_steps=6, batch=8, num=48, learning_error_num=16, seed=3)
+TER, SER, IV = "preset:2gram-ter:0", "preset:2gram:0", "interval:2"
 
 
 def _run(out, **changes):
@@ -41,34 +42,34 @@ def full_run(tmp_path_factory):
 def test_every_point_and_output_is_written(full_run):
     out, res = full_run
     keys = {_key(r) for r in res["rows"]}
-    want = {(lang, kind, N) for lang in ("2gram-ter", "2gram") for kind in ("oracle", "mdm") for N in (1, 16)}
-    want |= {("2gram-ter", "ar", 16), ("2gram", "ar", 16)}  # AR: one point, N = L
+    want = {(lang, kind, N) for lang in (TER, SER) for kind in ("oracle", "mdm") for N in (1, 16)}
+    want |= {(TER, "ar", 16), (SER, "ar", 16)}  # AR: one point, N = L
     assert keys == want
     for name in ("figure1.csv", "figure1.png", "figure1.json", "config.json"):
         assert (out / name).stat().st_size > 0
     with open(out / "figure1.csv") as fh:
         assert len(list(csv.DictReader(fh))) == len(want)
-    s = res["summaries"]["2gram-ter"]
+    s = res["summaries"][TER]
     assert s["learning_error"]["mean"] > 0  # a 6-step network is far from the oracle
     assert math.isfinite(s["ar_kl"]["mean"])
-    assert "| 2gram-ter | oracle | 1 |" in markdown_tables(res)
+    assert f"| {TER} | oracle | 1 |" in markdown_tables(res)
 
 
 def test_points_measure_what_they_claim(full_run):
     _, res = full_run
     rows = {_key(r): r for r in res["rows"]}
     # One step reveals everything at once: NFE = 1; the AR model takes L calls.
-    assert rows[("2gram", "oracle", 1)]["nfe_mean"] == 1.0
-    assert rows[("2gram", "ar", 16)]["nfe_mean"] == 16.0
+    assert rows[(SER, "oracle", 1)]["nfe_mean"] == 1.0
+    assert rows[(SER, "ar", 16)]["nfe_mean"] == 16.0
     # The pruned 2-gram has a strict support: one step (independent tokens) leaves it far more
     # often than 16 steps on L = 16 (the oracle's SER decreases with N, Theorem 4.3).
-    assert rows[("2gram", "oracle", 1)]["ser"] > rows[("2gram", "oracle", 16)]["ser"]
+    assert rows[(SER, "oracle", 1)]["ser"] > rows[(SER, "oracle", 16)]["ser"]
     # Threshold-0 language: full support, finite perplexity, SER 0.
-    r = rows[("2gram-ter", "oracle", 16)]
+    r = rows[(TER, "oracle", 16)]
     assert r["ser"] == 0 and math.isfinite(r["gen_perplexity"]) and r["gen_perplexity_lo"] <= r["gen_perplexity"] <= r["gen_perplexity_hi"]
     # The chain bound with eps = 0 for the oracle is below the trained model's (eps > 0) at the same N.
-    assert rows[("2gram-ter", "oracle", 16)]["kl_bound_per_token"] < rows[("2gram-ter", "mdm", 16)]["kl_bound_per_token"]
-    assert rows[("2gram-ter", "ar", 16)]["kl_bound_per_token"] is None
+    assert rows[(TER, "oracle", 16)]["kl_bound_per_token"] < rows[(TER, "mdm", 16)]["kl_bound_per_token"]
+    assert rows[(TER, "ar", 16)]["kl_bound_per_token"] is None
 
 
 def test_rerun_recomputes_nothing_and_changed_settings_are_refused(full_run):
@@ -86,7 +87,7 @@ def test_parts_run_apart_merge_into_the_same_figure(full_run, tmp_path):
     _, res = full_run
     a, b = tmp_path / "a", tmp_path / "b"
     _run(a, kinds=("oracle",))
-    assert not (a / "2gram" / "mdm").exists()  # the oracle part trains nothing
+    assert not (a / "preset_2gram_0" / "mdm").exists()  # the oracle part trains nothing
     _run(b, kinds=("mdm", "ar"))
     for p in (a / "rows").glob("*.json"):
         shutil.copy(p, b / "rows" / p.name)
@@ -100,28 +101,29 @@ def test_interrupted_training_resumes(tmp_path):
     fig = Figure1(cfg, out, device="cpu", progress=False, log=lambda *_: None)
     import torch
 
-    from empirical.train import train
+    from mdmt.empirical.experiments import model_config
+    from mdmt.empirical.train import TrainConfig, train
 
-    lg = fig._language(0, "2gram-ter", "ter")
-    from empirical.experiments import model_config
-
-    mc = model_config(cfg, "2gram-ter", lg.lang.n_symbols, causal=False)
+    lg = fig._language(0, TER, "ter")
+    tc = TrainConfig(model=model_config(cfg, TER, lg.lang.n_symbols, causal=False), language=TER, train_steps=60,
+                     batch=cfg.batch, lr=cfg.lr, seed=cfg.seed, ckpt_every=max(50, 60 // 20))
+    ckpt = out / lg.folder / "mdm" / "ckpt.pt"
     # Stop the training halfway, as a killed run would, then let figure1 finish it.
-    train(mc, lg.lang, 60, cfg.batch, lr=cfg.lr, seed=cfg.seed, ckpt_path=out / "2gram-ter" / "mdm" / "ckpt.pt",
-          device="cpu", ckpt_every=max(50, 60 // 20), stop_at=50, progress=False)
-    assert torch.load(out / "2gram-ter" / "mdm" / "ckpt.pt", weights_only=False)["step"] == 50
+    train(tc, lg.lang, ckpt_path=ckpt, device="cpu", stop_at=50, progress=False)
+    assert torch.load(ckpt, weights_only=False)["step"] == 50
     fig.run()
-    assert torch.load(out / "2gram-ter" / "mdm" / "ckpt.pt", weights_only=False)["step"] == 60
-    resumed = json.loads(row_path(out, "2gram-ter", "mdm", 16).read_text())
+    assert torch.load(ckpt, weights_only=False)["step"] == 60
+    resumed = json.loads(row_path(out, TER, "mdm", 16).read_text())
     fresh = _run(tmp_path / "f", ser_languages=(), kinds=("mdm",), train_steps=60)
-    assert {k: v for k, v in resumed.items() if k != "seconds"} == _strip(fresh["rows"])[("2gram-ter", "mdm", 16)]
+    assert {k: v for k, v in resumed.items() if k != "seconds"} == _strip(fresh["rows"])[(TER, "mdm", 16)]
 
 
 def test_config_validation():
     for bad, match in ((dict(kinds=("oracle", "gpt")), "gpt"), (dict(steps=(8, 0)), "N"),
-                       (dict(ter_languages=("5gram",)), "5gram"), (dict(ter_languages=(), ser_languages=()), "no language"),
-                       (dict(ser_languages=("2gram-ter",)), "twice"), (dict(schedule="nope"), "nope"),
-                       (dict(model="huge"), "huge"), (dict(samples=0), "samples"), (dict(lr=-1e-3), "lr")):
+                       (dict(ter_languages=("preset:5gram",)), "5gram"),
+                       (dict(ter_languages=(), ser_languages=()), "no language"),
+                       (dict(ser_languages=("preset:2gram-ter:0",)), "twice"), (dict(schedule="nope"), "nope"),
+                       (dict(model="huge"), "huge"), (dict(num=0), "num"), (dict(lr=-1e-3), "lr")):
         with pytest.raises(ValueError, match=match):
             Figure1Config(**{**TOY, **bad})
     assert Figure1Config(model="paper").length == 512 and Figure1Config().length == 64
@@ -129,11 +131,11 @@ def test_config_validation():
 
 
 def test_paper_architecture_has_ten_layers_for_the_4gram():
-    from empirical.experiments import model_config
+    from mdmt.empirical.experiments import model_config
 
     cfg = Figure1Config(model="paper")
-    assert model_config(cfg, "4gram-ter", 8, causal=False).n_layers == 10
-    assert model_config(cfg, "3gram-ter", 8, causal=True).n_layers == 8
+    assert model_config(cfg, "preset:4gram-ter:0", 8, causal=False).n_layers == 10
+    assert model_config(cfg, "preset:3gram-ter:0", 8, causal=True).n_layers == 8
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
@@ -146,41 +148,41 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 
 def test_cli_oracle_only_run(tmp_path, capsys):
     out = tmp_path / "cli"
-    rc = main(["figure1", "--out", str(out), "--kinds", "oracle", "--ter-languages", "2gram-ter", "--ser-languages", "",
-               "--steps", "2,4", "--length", "8", "--samples", "16", "--no-progress"])
+    rc = main(["figure1", "--out", str(out), "--kinds", "oracle", "--ter-languages", "preset:2gram-ter",
+               "--ser-languages", "", "--steps", "2,4", "--length", "8", "--num", "16", "--no-progress"])
     assert rc == 0
     text = capsys.readouterr().out
-    assert "2gram-ter | oracle | 4" in text and (out / "figure1.md").exists()
+    assert f"{TER} | oracle | 4" in text and (out / "figure1.md").exists()
     data = json.loads((out / "figure1.json").read_text())
     assert data["provenance"][0]["command"].startswith("mdmt figure1") or data["provenance"][0]["command"]
     assert np.isclose(data["rows"][0]["true_perplexity"], math.exp(data["rows"][0]["entropy_rate"]))
 
 
 def test_interval_counterexample_panel(tmp_path):
-    """interval-2: each interval of 2 positions repeats one fair bit (|V| = 2).  A one-step
+    """interval:2: each interval of 2 positions repeats one fair bit (|V| = 2).  A one-step
     sampler draws all L = 16 tokens independently and uniformly (the oracle marginals are
     uniform), so an interval is consistent with probability 1/2 and, by hand,
     SER = 1 - 2^(-8) = 0.99609.  With N = 16 linear-schedule steps the reveal steps are uniform
     on 1..N, the oracle conditions correctly across steps, and an interval fails only when both
     of its positions are revealed at the same step (1/N) and draw different bits (1/2):
     SER = 1 - (1 - 1/32)^8 = 0.22425."""
-    res = _run(tmp_path / "iv", ter_languages=(), ser_languages=("interval-2",), kinds=("oracle", "mdm"), samples=400)
+    res = _run(tmp_path / "iv", ter_languages=(), ser_languages=(IV,), kinds=("oracle", "mdm"), num=400)
     rows = {_key(r): r for r in res["rows"]}
-    one = rows[("interval-2", "oracle", 1)]
+    one = rows[(IV, "oracle", 1)]
     assert one["ser_lo"] <= 1 - 2.0**-8 <= one["ser_hi"]
-    sixteen = rows[("interval-2", "oracle", 16)]
+    sixteen = rows[(IV, "oracle", 16)]
     assert sixteen["ser_lo"] <= 1 - (1 - 1 / 32) ** 8 <= sixteen["ser_hi"]
     assert one["entropy_rate"] == pytest.approx(math.log(2) / 2)  # 8 fair bits over 16 tokens
-    # The exact oracle SER (constructions.interval_ser) agrees with the same hand formulas, and for
+    # The exact oracle SER (interval_closed_forms) agrees with the same hand formulas, and for
     # l = 2 the Theorem 4.4 bound at eps = 0 is attained: every collision is the whole interval.
     assert one["ser_exact_oracle"] == pytest.approx(1 - 2.0**-8)
     assert sixteen["ser_exact_oracle"] == pytest.approx(1 - (1 - 1 / 32) ** 8)
     assert sixteen["ser_lower_bound"] == pytest.approx(sixteen["ser_exact_oracle"])
     assert res["rows"][0]["kl_bound_per_token"] is None  # no Theorem 4.2 chain bound for an HMM
     # The trained MDM's bound uses its measured worst-case per-token KL; a larger eps lowers it.
-    eps = res["summaries"]["interval-2"]["learning_error"]["max"]
-    mdm = rows[("interval-2", "mdm", 16)]
+    eps = res["summaries"][IV]["learning_error"]["max"]
+    mdm = rows[(IV, "mdm", 16)]
     assert eps > 0 and mdm["ser_lower_bound"] < sixteen["ser_lower_bound"]
     assert mdm["ser_lower_bound"] == pytest.approx(1 - (1 - math.exp(-2 * eps) / 2 / 16) ** 8)
     with pytest.raises(ValueError, match="multiple of the interval length l = 3"):
-        Figure1Config(**{**TOY, "ser_languages": ("interval-3",)})
+        Figure1Config(**{**TOY, "ser_languages": ("interval:3",)})

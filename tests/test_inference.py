@@ -1,4 +1,4 @@
-"""Exact inference on HMMs and n-grams against brute-force enumeration (THEORY §1-2)."""
+"""Exact inference on HMMs and n-grams (Section 4.1; the oracle denoiser of Section 3.2) against brute-force enumeration."""
 
 import dataclasses
 
@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from constructions import HMM, MASK, NGram, inference
-from tests._brute import all_sequences, hmm_joint, masked_marginal
+from mdmt.constructions.languages import HMM, NGram
+from mdmt.constructions.validation import MASK
+from mdmt.constructions.languages import inference
+from tests.reference import all_sequences, hmm_joint, masked_marginal
 
 
 def _random_stochastic(rng, shape, zero_frac):

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from constructions import MASK, decode_token, interval_hmm, pair_consistent, support_size
-from tests._brute import all_sequences, hmm_joint
+from mdmt.constructions.languages import decode_token, interval_hmm, pair_consistent, support_size
+from mdmt.constructions.validation import MASK
+from tests.reference import all_sequences, hmm_joint
 
 
 def consistent_by_definition(x, l):

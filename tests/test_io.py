@@ -8,9 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from constructions import (HMM, NGram, from_hmmlearn, interval_hmm, load_language, random_hmm, random_ngram,
-                           save_language, to_hmmlearn)
-from constructions.io import read_document
+from mdmt.constructions.languages import HMM, NGram, from_hmmlearn, interval_hmm, load_language, random_hmm, random_ngram, save_language, to_hmmlearn
+from mdmt.constructions.languages.io import read_document
 
 
 @st.composite

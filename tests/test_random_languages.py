@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from constructions import HMM, NGram, PRESETS, preset, pruned_fraction, random_hmm, random_ngram
-from constructions.random_languages import KAPPA, random_rows
+from mdmt.constructions.languages import HMM, NGram, PRESETS, preset, pruned_fraction, random_hmm, random_ngram
+from mdmt.constructions.languages.random_languages import KAPPA, random_rows
 
 BASE_PRESETS = ["2gram", "3gram", "4gram", "hmm"]
 

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from constructions import HMM, MASK, NGram
+from mdmt.constructions.languages import HMM, NGram
+from mdmt.constructions.validation import MASK
 
 GOOD_PI = [0.5, 0.5]
 GOOD_A = [[0.9, 0.1], [0.2, 0.8]]

@@ -1,4 +1,20 @@
-"""Helpers shared by the subcommands: loading languages, JSON output, schedule arguments."""
+"""Arguments and output shared by the subcommands: one grammar for every ``mdmt`` command.
+
+The shared names mean the same thing everywhere (``mdmt/commands`` has a test that checks it):
+
+==========================  ==============================================================
+``--language SPEC``         a language: ``preset:NAME[:SEED]``, ``interval:l`` or a file
+``--length/-L``             the sequence length L
+``--steps/-N``              sampling steps N (a comma-separated list where a command sweeps N)
+``--train-steps``           optimizer steps of training
+``--schedule SPEC``         ``linear``, ``cosine``, ``loglinear[:EPS]``, ``warmstart[:FIRST]`` or ``p1,p2,...``
+``--model``                 the architecture of a network: ``tiny`` or ``paper``
+``--num``                   how many sequences
+``--seed``                  the random seed
+``--out``                   where results are written
+``--json``                  one JSON document on standard output instead of text
+==========================  ==============================================================
+"""
 
 from __future__ import annotations
 
@@ -8,34 +24,104 @@ import sys
 
 import numpy as np
 
+MODELS = ("tiny", "paper")
+
+
+# ----------------------------------------------------------------------------- shared arguments
+
+def add_language(parser, required: bool = True, help_extra: str = "") -> None:
+    parser.add_argument("--language", required=required, metavar="SPEC",
+                        help="language: preset:NAME[:SEED] (Table 1), interval:l (the Theorem 4.4 counterexample) "
+                             "or a language file (.json/.npz)" + help_extra)
+
+
+def add_length(parser, required: bool = True, default=None, help: str = "sequence length L") -> None:
+    parser.add_argument("--length", "-L", type=int, required=required, default=default, help=help)
+
+
+def add_steps(parser, required: bool = True, default=None, many: bool = False) -> None:
+    if many:
+        parser.add_argument("--steps", "-N", required=required, default=default, metavar="N,N,...",
+                            help="sampling steps N, comma-separated" + (f" (default {default})" if default else ""))
+    else:
+        parser.add_argument("--steps", "-N", type=int, required=required, default=default, help="sampling steps N")
+
+
+def add_schedule(parser, default: str = "linear") -> None:
+    parser.add_argument("--schedule", default=default, metavar="SPEC",
+                        help="masking schedule: linear, cosine, loglinear[:EPS], warmstart[:FIRST] (pi_1 = FIRST), "
+                             f"or reveal probabilities p1,p2,... (default {default})")
+
+
+def add_model(parser, default: str = "tiny") -> None:
+    parser.add_argument("--model", choices=MODELS, default=default,
+                        help=f"network architecture: tiny (CPU) or paper (Table 2, a GPU) (default {default})")
+
+
+def add_num(parser, default: int, what: str = "sequences") -> None:
+    parser.add_argument("--num", "-M", type=int, default=default, help=f"number of {what} (default {default})")
+
+
+def add_seed(parser, default: int = 0, what: str = "") -> None:
+    parser.add_argument("--seed", type=int, default=default, help=f"random seed{what} (default {default})")
+
+
+def add_json(parser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+
+
+# ----------------------------------------------------------------------------- parsing helpers
 
 def load_language(spec: str):
-    """A language from a JSON/.npz file, or ``preset:NAME[:SEED]`` for a Table 1 preset."""
-    from constructions import load_language as _load
-    from constructions.random_languages import preset
+    """The language a SPEC names (``preset:NAME[:SEED]``, ``interval:l`` or a file)."""
+    from mdmt.constructions.languages.spec import language_from_spec
 
-    if spec.startswith("preset:"):
-        parts = spec.split(":")
-        if len(parts) > 3:
-            raise ValueError(f"language {spec!r}: expected preset:NAME or preset:NAME:SEED")
-        seed = 0
-        if len(parts) == 3:
-            try:
-                seed = int(parts[2])
-            except ValueError:
-                raise ValueError(f"language {spec!r}: seed {parts[2]!r} is not an integer") from None
-        return preset(parts[1], seed)
-    return _load(spec)
+    return language_from_spec(spec)
 
 
-def _clean(obj):
+def schedule_pi(spec: str, N: int) -> np.ndarray:
+    """Reveal probabilities pi (N,) of a schedule SPEC: the CLI's one boundary from schedule to pi."""
+    from mdmt.constructions.reverse.schedules import reveal_probabilities
+
+    return reveal_probabilities(spec.strip() if isinstance(spec, str) else spec, N)
+
+
+def int_list(flag: str, text: str, minimum: int = 1) -> list[int]:
+    """A non-empty comma-separated list of integers >= minimum; errors name the flag."""
+    try:
+        vals = [int(v) for v in str(text).split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"{flag} must be comma-separated integers, got {text!r}") from None
+    if not vals:
+        raise ValueError(f"{flag} must list at least one integer, got {text!r}")
+    bad = [v for v in vals if v < minimum]
+    if bad:
+        raise ValueError(f"{flag} values must be >= {minimum}, got {bad[0]}")
+    return vals
+
+
+def names(text: str) -> tuple:
+    """A comma-separated list of names (empty entries dropped)."""
+    return tuple(v.strip() for v in str(text).split(",") if v.strip())
+
+
+def at_least(flag: str, value, minimum: int = 1):
+    """Refuse an integer option below ``minimum`` with a message naming the flag."""
+    if value is not None and value < minimum:
+        raise ValueError(f"{flag} must be an integer >= {minimum}, got {value}")
+    return value
+
+
+# ----------------------------------------------------------------------------- output
+
+def clean(obj):
     """Make an object JSON-safe: numpy scalars/arrays to Python, inf/nan to None."""
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [clean(v) for v in obj]
     if isinstance(obj, np.ndarray):
-        return _clean(obj.tolist())
+        return clean(obj.tolist())
     if isinstance(obj, (np.bool_,)):
         return bool(obj)
     if isinstance(obj, (np.integer,)):
@@ -48,7 +134,7 @@ def _clean(obj):
 
 def print_json(obj) -> None:
     """Print exactly one JSON document (inf and nan become null)."""
-    json.dump(_clean(obj), sys.stdout, indent=1, allow_nan=False)
+    json.dump(clean(obj), sys.stdout, indent=1, allow_nan=False)
     sys.stdout.write("\n")
 
 
@@ -69,26 +155,9 @@ def format_table(header: list[str], rows: list[list]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in cells])
 
 
-def add_schedule_arguments(parser) -> None:
-    parser.add_argument(
-        "--schedule",
-        default="linear",
-        help="masking schedule: linear, cosine, loglinear, warmstart, or an explicit reveal-probability "
-        "vector pi as comma-separated numbers (default linear)",
-    )
-    parser.add_argument("--eps", type=float, default=None, help="parameter of the warmstart schedule (pi_1 = eps)")
-
-
-def schedule_pi(args, N: int) -> np.ndarray:
-    """The reveal probabilities pi (N,) named by --schedule/--eps (a name, or comma-separated numbers)."""
-    from constructions.schedules import SCHEDULES, get_schedule, reveal_probabilities
-
-    spec = args.schedule.strip()
-    if spec in SCHEDULES:
-        params = {} if args.eps is None else {"eps": args.eps}
-        return get_schedule(spec, **params).reveal_probs(N)
-    try:
-        pi = np.array([float(v) for v in spec.split(",")])
-    except ValueError:
-        raise ValueError(f"--schedule {spec!r} is neither a schedule name ({', '.join(SCHEDULES)}) nor a list of numbers") from None
-    return reveal_probabilities(pi, N)
+def print_quantities(out: dict, as_json: bool) -> None:
+    """A flat dict of results: JSON, or a two-column table."""
+    if as_json:
+        print_json(out)
+    else:
+        print(format_table(["quantity", "value"], [[k, v] for k, v in out.items()]))

@@ -1,8 +1,6 @@
 """``mdmt counterexample``: write the interval counterexample HMM of Theorem 4.4 (Example C.7, Note C.8)."""
 
-from constructions import interval_hmm, save_language
-
-from ._common import print_json
+from ._common import add_json, print_json
 
 HELP = "write the interval counterexample HMM of Theorem 4.4 (|V| = 2^(l-1)) to a language file"
 
@@ -10,20 +8,23 @@ HELP = "write the interval counterexample HMM of Theorem 4.4 (|V| = 2^(l-1)) to 
 def add_arguments(p):
     p.add_argument("--interval-length", "-l", type=int, default=5, help="interval length l >= 2 (default 5: 16 symbols)")
     p.add_argument("--out", required=True, help="output file (.json, or .npz)")
-    p.add_argument("--json", action="store_true", help="print a JSON summary")
+    add_json(p)
 
 
 def run(args) -> int:
+    from mdmt.constructions.languages import interval_hmm, save_language
+
     l = args.interval_length
     hmm = interval_hmm(l)
     save_language(hmm, args.out, name=f"interval-l{l}",
                   metadata={"construction": "interval counterexample (Theorem 4.4)", "interval_length": l,
-                            "pairs_per_interval": l * (l - 1) // 2})
+                            "pairs_per_interval": l * (l - 1) // 2, "spec": f"interval:{l}"})
     summary = {"interval_length": l, "n_symbols": hmm.n_symbols, "n_states": hmm.n_states,
-               "pairs_per_interval": l * (l - 1) // 2, "out": str(args.out)}
+               "pairs_per_interval": l * (l - 1) // 2, "spec": f"interval:{l}", "out": str(args.out)}
     if args.json:
         print_json(summary)
     else:
         print(f"interval HMM l={l}: {hmm.n_symbols} symbols, {hmm.n_states} hidden states, "
-              f"{l * (l - 1) // 2} fair pair bits per interval (L must be a multiple of {l}) -> {args.out}")
+              f"{l * (l - 1) // 2} fair pair bits per interval (L must be a multiple of {l}; "
+              f"the same language is --language interval:{l}) -> {args.out}")
     return 0

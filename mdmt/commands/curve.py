@@ -1,39 +1,53 @@
-"""``mdmt curve ter|ser``: bound curves and the step counts they imply."""
+"""``mdmt curve ter|ser``: bound curves and the step counts they imply (Theorems 4.2-4.4)."""
 
 import csv
 
-from bounds.curves import ser_curve, ter_curve
-
-from ._common import format_table, print_json
+from ._common import add_json, add_length, format_table, int_list, print_json
 
 HELP = "bound curves: TER chain bound vs N over several L, or interval-HMM SER with Theorems 4.3/4.4"
 
 
-def add_arguments(p):
-    p.add_argument("kind", choices=["ter", "ser"])
-    p.add_argument("--n", type=int, default=3, help="ter: n-gram order")
-    p.add_argument("--eps", type=float, default=0.05, help="ter: the epsilon of Theorem 4.2")
-    p.add_argument("--vocab", type=int, default=8, help="ter: vocabulary size |V|")
-    p.add_argument("--length", "-L", type=int, default=None, help="sequence length (ter: added to --lengths)")
-    p.add_argument("--lengths", default="256,1024,4096", help="ter: comma-separated lengths")
-    p.add_argument("--schedule", default="warmstart", choices=["warmstart", "linear", "cosine"], help="ter: schedule")
-    p.add_argument("--interval-length", "-l", type=int, default=5, help="ser: interval length l")
-    p.add_argument("--eps-learning", type=float, default=None,
-                   help="learning error (ter default 0; ser default 1/128, the Theorem 4.4 threshold)")
+def _outputs(p):
     p.add_argument("--csv", help="write the rows to this CSV file")
     p.add_argument("--plot", help="write a PNG plot to this file")
-    p.add_argument("--json", action="store_true")
+    add_json(p)
+
+
+def add_arguments(p):
+    from mdmt.bounds.curves import TER_SCHEDULES
+
+    sub = p.add_subparsers(dest="kind", metavar="ter|ser", parser_class=type(p))
+    sub.required = True
+    ter = sub.add_parser("ter", help="the (C4) chain bound on the TER gap against N, for several L (n-gram)",
+                         description="the (C4) chain bound on the TER gap against N for several L, and the smallest N "
+                                     "meeting the Theorem 4.2 target eps_learning + 4 eps log|V|")
+    ter.add_argument("--n", type=int, default=3, help="n-gram order (default 3)")
+    ter.add_argument("--eps", type=float, default=0.05, help="the epsilon of Theorem 4.2 (default 0.05)")
+    ter.add_argument("--vocab", type=int, default=8, help="vocabulary size |V| (default 8)")
+    ter.add_argument("--lengths", default="256,1024,4096", help="comma-separated lengths L (default 256,1024,4096)")
+    ter.add_argument("--schedule", default="warmstart", choices=TER_SCHEDULES,
+                     help="schedule (default warmstart, whose first step reveals the fraction eps)")
+    ter.add_argument("--eps-learning", type=float, default=0.0, help="learning error eps_learning (default 0)")
+    _outputs(ter)
+    ser = sub.add_parser("ser", help="exact oracle SER on the interval HMM with the Theorem 4.3/4.4 bounds",
+                         description="exact oracle SER on the interval HMM against N = C L, the Theorem 4.4 lower "
+                                     "bound, the Theorem 4.3 upper bound and the critical constant C")
+    ser.add_argument("--interval-length", "-l", type=int, default=5, help="interval length l (default 5)")
+    add_length(ser, required=False, default=1000, help="sequence length L, a multiple of l (default 1000)")
+    ser.add_argument("--eps-learning", type=float, default=1 / 128,
+                     help="learning error of the Theorem 4.4 bound (default 1/128, the theorem's threshold)")
+    _outputs(ser)
 
 
 def run(args) -> int:
+    from mdmt.bounds.curves import ser_curve, ter_curve
+
     if args.kind == "ter":
-        lengths = sorted({int(x) for x in args.lengths.split(",") if x.strip()} | ({args.length} if args.length else set()))
-        out = ter_curve(args.n, args.eps, lengths, args.vocab, args.eps_learning or 0.0, args.schedule)
+        lengths = sorted(set(int_list("--lengths", args.lengths)))
+        out = ter_curve(args.n, args.eps, lengths, args.vocab, args.eps_learning, args.schedule)
         header = ["L", "N", "chain_bound", "theorem42_bound"]
     else:
-        L = args.length or 1000
-        eps_l = 1 / 128 if args.eps_learning is None else args.eps_learning
-        out = ser_curve(args.interval_length, L, eps_l)
+        out = ser_curve(args.interval_length, args.length, args.eps_learning)
         header = ["N", "C", "oracle_ser", "theorem44_lower", "theorem43_upper"]
     if args.csv:
         with open(args.csv, "w", newline="") as fh:
@@ -48,7 +62,7 @@ def run(args) -> int:
     print(format_table(header, [[r[h] for h in header] for r in out["rows"]]))
     if args.kind == "ter":
         print(f"\ntarget eps_learning + 4 eps log|V| = {out['target']:.6g} nats/token")
-        print(f"smallest N meeting it (exact chain bound): " + ", ".join(f"L={L}: {N}" for L, N in out["min_steps"].items()))
+        print("smallest N meeting it (exact chain bound): " + ", ".join(f"L={L}: {N}" for L, N in out["min_steps"].items()))
         print(f"explicit Theorem 4.2 step count: N >= {out['theorem42_steps']}")
     else:
         print(f"\ncritical_c = {out['critical_c']:.6g} (largest N/L with oracle SER > 1/2; N* = {out['critical_steps']})")

@@ -1,22 +1,22 @@
-"""``mdmt dependencies``: the exact expected number of dependencies E[sum_j D_j] (C4)."""
+"""``mdmt dependencies``: the exact expected number of dependencies E[sum_j D_j] (C4; Definitions B.4-B.5)."""
 
-from bounds.dependencies import expected_dependencies_per_step
-
-from ._common import add_schedule_arguments, format_table, print_json, schedule_pi
+from ._common import add_json, add_length, add_schedule, add_steps, format_table, print_json, schedule_pi
 
 HELP = "exact E[D_j] and E[sum_j D_j] for an n-gram, a length and a schedule"
 
 
 def add_arguments(p):
     p.add_argument("--n", type=int, required=True, help="n-gram order (separators are runs of >= n-1 revealed tokens)")
-    p.add_argument("--length", "-L", type=int, required=True)
-    p.add_argument("--steps", "-N", type=int, required=True)
-    add_schedule_arguments(p)
-    p.add_argument("--json", action="store_true")
+    add_length(p)
+    add_steps(p)
+    add_schedule(p)
+    add_json(p)
 
 
 def run(args) -> int:
-    pi = schedule_pi(args, args.steps)
+    from mdmt.bounds.dependencies import expected_dependencies_per_step
+
+    pi = schedule_pi(args.schedule, args.steps)
     per_step = expected_dependencies_per_step(args.n, args.length, pi)
     out = {"n": args.n, "length": args.length, "steps": args.steps, "schedule": args.schedule,
            "expected_dependencies": float(per_step.sum()), "per_step": per_step}

@@ -4,15 +4,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import format_table, load_language, print_json
+from ._common import add_json, add_language, format_table, load_language, print_json
 
 HELP = "print the natural-log likelihood and support membership of each sequence in a file"
 
 
 def add_arguments(p):
-    p.add_argument("--language", required=True, help="language file (.json/.npz) or preset:NAME[:SEED]")
-    p.add_argument("--sequences", required=True, help="text file: one sequence per line, tokens as space-separated integers")
-    p.add_argument("--json", action="store_true", help="print a JSON list of {log_likelihood, in_support}")
+    add_language(p)
+    p.add_argument("--sequences", required=True,
+                   help="text file: one sequence per line, tokens as space-separated integers (mdmt sample --out writes one)")
+    add_json(p)
 
 
 def read_sequences(path, n_symbols: int) -> list[np.ndarray]:

@@ -1,21 +1,21 @@
-"""``mdmt verify``: the main job — every check of the paper's proofs, one table, non-zero exit on a violation."""
+"""``mdmt verify``: the main job -- every check of the paper's proofs, one table, non-zero exit on a violation."""
 
 import platform
 import sys
 
-from bounds.verify import verify
-
-from ._common import format_table, print_json
+from ._common import add_json, format_table, print_json
 
 HELP = "run every check (C1-C5, Theorems 4.2-4.4, sympy derivations) on embedded instances"
 
 
 def add_arguments(p):
-    p.add_argument("--quick", action="store_true", help="the CI subset (under a minute on 2 cores)")
-    p.add_argument("--json", action="store_true", help="JSON output")
+    p.add_argument("--quick", action="store_true", help="the CI subset (a few seconds on 2 cores)")
+    add_json(p)
 
 
 def run(args) -> int:
+    from mdmt.bounds.verify import verify
+
     progress = None
     if not args.json and sys.stderr.isatty():
         from tqdm import tqdm

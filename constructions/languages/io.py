@@ -1,4 +1,4 @@
-"""Saving and loading languages (THEORY §1): versioned JSON, ``.npz``, and hmmlearn's ``CategoricalHMM``.
+"""Saving and loading languages: versioned JSON, ``.npz``, and hmmlearn's ``CategoricalHMM``.
 
 JSON form (human-readable; every command that takes a language accepts it)::
 
@@ -24,6 +24,7 @@ invalid key (and, for arrays, the offending row or entry).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 from pathlib import Path
@@ -64,6 +65,26 @@ def language_to_dict(language, *, name: str | None = None, metadata: dict | None
             raise ValueError(f"metadata must be a dict, got {type(metadata).__name__}")
         d["metadata"] = metadata
     return d
+
+
+def language_digest(language) -> str:
+    """SHA-256 (hex) identifying a language: its kind, order and parameter arrays, bit for bit.
+
+    Two languages with the same digest define the same law; a checkpoint or data set records it.
+    """
+    if isinstance(language, NGram):
+        h = hashlib.sha256(f"ngram:{language.n}".encode())
+        arrays = (language.initial_, language.transition_)
+    elif isinstance(language, HMM):
+        h = hashlib.sha256(b"hmm:")
+        arrays = (language.startprob_, language.transmat_, language.emissionprob_)
+    else:
+        raise ValueError(f"cannot identify a {type(language).__name__}: expected an HMM or an NGram")
+    for a in arrays:
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        h.update(repr(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def _require(d: dict, key: str, where: str):

@@ -1,4 +1,4 @@
-"""n-gram languages: order n-1 Markov chains on tokens (THEORY §1).
+"""n-gram languages: order n-1 Markov chains on tokens (Section 4.1 of the paper).
 
 q(x) = init(x_1..x_{n-1}) * prod_{i>=n} P(x_i | x_{i-n+1..i-1}).
 
@@ -20,7 +20,7 @@ from functools import cached_property
 import numpy as np
 
 from .hmm import HMM
-from .validation import DEFAULT_ATOL, positive_int, probability_array
+from ..validation import DEFAULT_ATOL, positive_int, probability_array
 
 
 class NGram:

@@ -1,4 +1,4 @@
-"""Exact, batched inference on HMM languages (THEORY §1-2).
+"""Exact, batched inference on HMM languages (Section 4.1; the oracle denoiser of Section 3.2).
 
 * ``log_likelihood`` — log q(x_U) by the scaled forward recursion: the forward
   vector is renormalised at every position and the logs of the normalisers are

@@ -1,11 +1,11 @@
-"""The factorised masked diffusion sampler for any L (Eq. 3), with ddpm_cache NFE counting (THEORY §2).
+"""The factorised masked diffusion sampler for any L (Section 3.2, Eq. 3), with ddpm_cache NFE counting.
 
 Every position's reveal step tau_i is drawn i.i.d. from pi; at step j the positions with
 tau_i = j (the set S_j) are drawn independently from denoiser(x_{U_j}), U_j the positions
 revealed before step j.  A step that reveals nothing in a sequence changes nothing, so
 under ddpm_cache the denoiser is evaluated for a sequence only at the steps where it
 reveals something: NFE = #{j : S_j != {}} per sequence (E[NFE] = sum_j 1 - (1 - pi_j)^L).
-The output law is exactly p_N of :mod:`constructions.exact`.
+The output law is exactly p_N of :mod:`.exact`.
 
 Randomness: sequences are processed in blocks of ``BLOCK`` rows; for each block the
 reveal steps (inverse CDF of pi) and then one uniform per position are drawn from the
@@ -17,7 +17,7 @@ Two methods give the same law:
 * ``generic`` calls any denoiser (the protocol: ``denoiser(X (B, L)) -> (B, L, V)``) on
   every sequence that reveals something at a step, in batches.
 * ``kernel`` (the oracle of an HMM or n-gram language, and the oracle transforms
-  :class:`constructions.denoisers.TemperedOracle` / ``UniformMixture``): a numba kernel
+  :class:`.denoisers.TemperedOracle` / ``UniformMixture``): a numba kernel
   that needs q(x_i | x_U) only at the positions of S_j.  Forward messages are carried
   only through the revealed positions, across each masked run with a precomputed
   power A^g of the transition matrix, and the backward messages likewise, so a step
@@ -29,14 +29,18 @@ Two methods give the same law:
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
 
-from .ngram import as_hmm
+from ..confidence import mean_interval
+from ..languages.ngram import as_hmm
+from ..validation import MASK, as_rng, positive_int
+from .denoisers import oracle_denoiser
 from .schedules import as_pi
-from .validation import MASK, as_rng, positive_int
 
 BLOCK = 4096  # rows per block of random draws (fixes the stream of random numbers)
 KERNEL_MAX_STATES = 1024  # message kernel up to this many hidden states
@@ -62,20 +66,17 @@ def draw_tokens(P: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 @dataclass
 class SampleResult:
-    """Samples of the N-step sampler and the number of denoiser evaluations each used."""
+    """Samples of an N-step sampler (MDM, or AR with N = L) and what they cost.
+
+    Returned by :func:`sample_mdm` here and by :func:`mdmt.empirical.sampling.ddpm_cache` and
+    ``ar_sample`` for networks.
+    """
 
     samples: np.ndarray  # int64 (num, L)
-    nfe: np.ndarray  # int64 (num,): #{j : S_j != {}} (ddpm_cache)
-    method: str = "generic"
-
-
-def oracle_denoiser(language):
-    """The oracle denoiser q(x_i | x_U), uniform where q(x_U) = 0 (a sample that already left the support)."""
-
-    def denoise(X):
-        return language.posterior_marginals(X, off_support="uniform")
-
-    return denoise
+    nfe: np.ndarray  # int64 (num,): denoiser evaluations per sequence, #{j : S_j != {}} under ddpm_cache
+    reveal_step: np.ndarray | None = None  # int64 (num, L): tau_i in 1..N (MDM samplers)
+    seconds: float = 0.0  # wall-clock time of the sampling loop
+    method: str = "generic"  # how the denoiser was evaluated: kernel, generic, torch, ar
 
 
 # ----------------------------------------------------------------------------- HMM message kernel
@@ -99,7 +100,7 @@ def _transform_of(language, denoiser):
     if spec is None or getattr(denoiser, "language", None) is not language:
         return None
     kind, param = spec
-    return {"temper": (1, float(param)), "mix": (2, float(param))}.get(kind)
+    return {"oracle": (0, 0.0), "temper": (1, float(param)), "mix": (2, float(param))}.get(kind)
 
 
 def _kernel_model(language, L: int, transform) -> _KernelModel | None:
@@ -429,7 +430,7 @@ def sample_mdm(language, L: int, pi, num: int, denoiser=None, seed=None, batch: 
 
     ``pi`` is the reveal-probability vector (``reveal_probabilities(schedule, N)``).  The
     oracle is continued by the uniform law once a sample has left the support (the
-    convention of :func:`constructions.exact.denoiser_table`).  ``method``: ``auto``
+    convention of :func:`.tables.denoiser_table`).  ``method``: ``auto``
     (the message kernel when it applies, see the module docstring), ``kernel`` or ``generic``.
     """
     L = positive_int("L", L)
@@ -437,13 +438,16 @@ def sample_mdm(language, L: int, pi, num: int, denoiser=None, seed=None, batch: 
     batch = positive_int("batch", batch)
     pi = as_pi(pi)
     rng = as_rng(seed)
+    t0 = time.perf_counter()
     model = _method(language, L, denoiser, method)
     den = denoiser if denoiser is not None else oracle_denoiser(language)
     samples = np.empty((num, L), dtype=np.int64)
     nfe = np.empty(num, dtype=np.int64)
+    steps = np.empty((num, L), dtype=np.int64)
     for s in range(0, num, BLOCK):
         m = min(BLOCK, num - s)
         tau = draw_reveal_steps(pi, m, L, rng)
+        steps[s:s + m] = tau
         U = rng.random((m, L))
         if model is not None:
             X = np.full((m, L), MASK, dtype=np.int64)
@@ -451,7 +455,7 @@ def sample_mdm(language, L: int, pi, num: int, denoiser=None, seed=None, batch: 
             samples[s:s + m] = X
         else:
             samples[s:s + m], nfe[s:s + m], _ = _generic(den, tau, U, batch, V=language.n_symbols)
-    return SampleResult(samples, nfe, "kernel" if model is not None else "generic")
+    return SampleResult(samples, nfe, steps, time.perf_counter() - t0, "kernel" if model is not None else "generic")
 
 
 def assignment_log_ratio(language, X, pi, denoiser=None, seed=None, batch: int = 512, method: str = "auto"):
@@ -465,7 +469,7 @@ def assignment_log_ratio(language, X, pi, denoiser=None, seed=None, batch: int =
     pi = as_pi(pi)
     rng = as_rng(seed)
     model = _method(language, L, denoiser, method)
-    den = denoiser if denoiser is not None else language.posterior_marginals
+    den = denoiser if denoiser is not None else oracle_denoiser(language)
     logp = np.empty(n)
     for s in range(0, n, BLOCK):
         m = min(BLOCK, n - s)
@@ -477,10 +481,20 @@ def assignment_log_ratio(language, X, pi, denoiser=None, seed=None, batch: int =
     return language.score(X) - logp
 
 
-# metrics live in constructions.metrics; re-exported here for existing callers
-from .metrics import (assignment_kl_estimate, clopper_pearson_interval, mean_interval,  # noqa: E402
-                      sample_metrics, wilson_interval)
+def assignment_kl_estimate(language, L: int, pi, num: int, denoiser=None, seed=None, level: float = 0.95,
+                           batch: int = 512, method: str = "auto") -> dict:
+    """Monte Carlo estimate of E_tau[KL(q || p_tau)] / L with a CI: an upper bound on the TER gap (C1, Lemma B.2).
 
-__all__ = ["BLOCK", "SampleResult", "assignment_kl_estimate", "assignment_log_ratio", "clopper_pearson_interval",
-           "draw_reveal_steps", "draw_tokens", "mean_interval", "oracle_denoiser", "sample_mdm", "sample_metrics",
-           "wilson_interval"]
+    Draws x ~ q and tau ~ pi (one generator, ``seed``) and averages
+    (log q(x) - sum_j sum_{i in S_j} log p(x_i | x_{U_j})) / L.  Keys: ``kl_per_token_nats``,
+    ``ci``, ``kl_per_token_bits`` (the bound on log2 TER(p_N) - log2 TER(q)), ``ci_bits``, ``num``.
+    """
+    L = positive_int("L", L)
+    num = positive_int("num", num)
+    rng = as_rng(seed)
+    x = language.sample(num, L, rng)
+    vals = assignment_log_ratio(language, x, pi, denoiser, seed=rng, batch=batch, method=method) / L
+    m, a, b = mean_interval(vals, level)
+    ln2 = math.log(2)
+    return {"kl_per_token_nats": m, "ci": [a, b], "kl_per_token_bits": m / ln2, "ci_bits": [a / ln2, b / ln2],
+            "num": num}

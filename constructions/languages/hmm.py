@@ -1,4 +1,4 @@
-"""Hidden Markov model languages q = (pi, A, B) (THEORY §1).
+"""Hidden Markov model languages q = (pi, A, B) (Section 4.1 of the paper).
 
 q(x) = sum_h pi[h_1] B[h_1, x_1] prod_{i>=2} A[h_{i-1}, h_i] B[h_i, x_i].
 
@@ -6,7 +6,7 @@ The class is immutable and validated on construction.  Attribute names follow
 hmmlearn (``startprob_``, ``transmat_``, ``emissionprob_``); unlike hmmlearn,
 every malformed input is rejected with a ``ValueError`` naming the row or entry.
 All inference is exact (scaled forward-backward, boolean reachability) and
-batched; see :mod:`constructions.inference`.
+batched; see :mod:`mdmt.constructions.languages.inference`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from . import inference
-from .validation import DEFAULT_ATOL, as_rng, positive_int, probability_array, token_array
+from ..validation import DEFAULT_ATOL, as_rng, positive_int, probability_array, token_array
 
 
 class HMM:

@@ -1,4 +1,4 @@
-"""The interval counterexample HMM of Theorem 4.4 (Example C.7, Note C.8; THEORY §5).
+"""The interval counterexample HMM of Theorem 4.4 (Example C.7, Note C.8 of the paper).
 
 A sequence of length L = K·l is cut into K intervals of length l.  Inside an
 interval every pair of positions (a, b), a < b, carries an independent fair bit
@@ -23,7 +23,7 @@ import itertools
 import numpy as np
 
 from .hmm import HMM
-from .validation import positive_int, token_array
+from ..validation import positive_int, token_array
 
 MAX_INTERVAL_LENGTH = 6  # the state space grows like 2^(l^2/4)
 

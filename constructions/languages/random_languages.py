@@ -3,7 +3,7 @@
 The paper draws the parameters of its formal languages at random with a *temperature*
 (higher = more random) and a *threshold* (probabilities below it are pruned, so that the
 support is a strict subset and SER is not trivial); the bodies of its Algorithms 1 and 2
-were lost in extraction.  mdmt fixes the following parametrization (THEORY §1).
+were lost in extraction.  mdmt fixes the following parametrization (Appendix E.1).
 
 Every probability vector (a row of a transition matrix, of an emission matrix, or an
 initial law) of length m is drawn as
@@ -54,7 +54,7 @@ import numpy as np
 
 from .hmm import HMM
 from .ngram import NGram
-from .validation import as_rng, positive_int
+from ..validation import as_rng, positive_int
 
 KAPPA = 8.0
 """Constant of the tempered recipe: a row is ``softmax(KAPPA * log(U) / temperature)``."""
@@ -161,7 +161,7 @@ def preset(name: str, seed=0):
 def pruned_fraction(language) -> dict[str, float]:
     """Fraction of entries that are exactly 0 in each parameter array of a language.
 
-    Keys follow the file format (:mod:`constructions.io`): ``initial`` and ``transition``
+    Keys follow the file format (:mod:`mdmt.constructions.languages.io`): ``initial`` and ``transition``
     for an n-gram; ``initial``, ``transition`` and ``emission`` for an HMM.
     """
     if isinstance(language, NGram):

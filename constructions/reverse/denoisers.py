@@ -1,21 +1,19 @@
-"""Denoisers with a controlled learning error (Assumption 4.1; THEORY §2, §5).
+"""Denoisers: the oracle q(x_i | x_U) and denoisers with a controlled learning error (Assumption 4.1).
 
-Each is built from a language's oracle denoiser q(x_i | x_U) (uniform where q(x_U) = 0,
-the convention of the sampler and the exact evaluator) and follows the denoiser
-protocol: ``denoiser(X (B, L) with MASK) -> (B, L, V)``.
+Every denoiser follows the *denoiser protocol*: ``denoiser(X)`` with ``X`` int (B, L), ``MASK``
+at masked positions, returns float (B, L, V) with a probability vector at every masked position
+(revealed positions are not read).
 
-The learning error of Assumption 4.1 is the per-token KL(q(.|x_U) || p(.|x_U)).  Every
-denoiser reports it exactly for small L through ``learning_error(L)`` (all contexts x_U
-with q(x_U) > 0 are enumerated, :func:`constructions.exact.learning_error`):
+* :func:`oracle_denoiser` -- the optimum of the ELBO (Section 3.2): the exact posterior marginal
+  q(x_i | x_U), continued by the uniform law where q(x_U) = 0 (a sample that already left the
+  support; the convention of the sampler and of the exact evaluator alike).
+* ``TemperedOracle`` and ``UniformMixture`` -- pointwise transforms of the oracle marginal, so the
+  sampler's message kernel runs them at any L (``oracle_transform``).
+* ``BitBiasedInterval`` -- the adversarial denoiser of Theorem 4.4 on the interval HMM.
 
-* ``max`` — the "for every x_U" form (sup over contexts and masked positions), the form
-  Theorems 4.3 and 4.4 assume;
-* ``mean`` — the average over subsets U (uniformly), masked positions i and x_U ~ q;
-* ``schedule_mean`` (when a schedule pi is given) — the average the reverse process
-  meets, E_tau sum_j sum_{i in S_j} E_q KL / L (the learning term of C2 over L).
-
-``TemperedOracle`` and ``UniformMixture`` are pointwise transforms of the oracle marginal,
-so the sampler's message kernel runs them at any L (``oracle_transform``).
+The learning error of a denoiser (the per-token KL(q(.|x_U) || p(.|x_U)) of Assumption 4.1) is
+measured by :func:`mdmt.constructions.reverse.learning.learning_error`, exactly by enumeration
+or by Monte Carlo.
 """
 
 from __future__ import annotations
@@ -24,8 +22,8 @@ import math
 
 import numpy as np
 
-from .interval import partners
-from .validation import MASK
+from ..languages.interval import partners
+from ..validation import MASK
 
 
 class _FromOracle:
@@ -34,11 +32,27 @@ class _FromOracle:
     def _oracle(self, X):
         return self.language.posterior_marginals(X, off_support="uniform")
 
-    def learning_error(self, L: int, pi=None) -> dict:
-        """Exact per-token learning error over every context of length L (module docstring)."""
-        from .exact import learning_error
 
-        return learning_error(self.language, L, self, pi=pi)
+class OracleDenoiser(_FromOracle):
+    """q(x_i | x_U) of a language (HMM or n-gram), uniform where q(x_U) = 0."""
+
+    oracle_transform = ("oracle", 0.0)
+
+    def __init__(self, language):
+        if not hasattr(language, "posterior_marginals"):
+            raise ValueError(f"the oracle denoiser needs an mdmt language, got {type(language).__name__}")
+        self.language = language
+
+    def __call__(self, X):
+        return self._oracle(X)
+
+    def __repr__(self) -> str:
+        return f"OracleDenoiser({self.language!r})"
+
+
+def oracle_denoiser(language) -> OracleDenoiser:
+    """The oracle denoiser of ``language`` (an :class:`OracleDenoiser`); see the module docstring."""
+    return OracleDenoiser(language)
 
 
 class TemperedOracle(_FromOracle):

@@ -1,4 +1,4 @@
-"""Masking schedules and the reveal-step law they induce (THEORY §2; Eq. 3 and the ddpm_cache sampler).
+"""Masking schedules and the reveal-step law they induce (Section 3.2 of the paper, Eq. 3; MDLM's ddpm_cache sampler).
 
 A schedule alpha(t), t in [0, 1], is non-increasing with alpha(0) = 1 and alpha(1) = 0:
 under the forward process each token is still unmasked at time t with probability
@@ -11,13 +11,18 @@ j = 1..N (in execution order) goes from t_{N-j+1} to t_{N-j}, and every position
 A position still masked before step j is revealed there with probability
 r_j = pi_j / (1 - sum_{k<j} pi_k) = (alpha_s - alpha_t) / (1 - alpha_t)  (r_N = 1).
 
-Named schedules (``get_schedule``):
+**One boundary.**  A schedule becomes reveal probabilities exactly once:
+:func:`reveal_probabilities` (a :class:`Schedule`, a schedule SPEC string or an explicit
+vector, and N) validates and returns a read-only vector pi that every function below it
+takes as is (they recognise a vector this module validated and check anything else once).
+
+Named schedules (SPEC ``NAME`` or ``NAME:PARAM``, :func:`parse_schedule`):
 
 ``linear``
     alpha(t) = 1 - t on the uniform grid: pi_j = 1/N.
 ``cosine``
     alpha(t) = cos(pi t / 2) on the uniform grid.
-``loglinear`` (parameter ``eps``, default 1e-5)
+``loglinear`` (parameter ``eps``, default 1e-5; SPEC ``loglinear:EPS``)
     MDLM's log-linear schedule *as its ddpm_cache sampler runs it*.  MDLM's noise is
     sigma(t) = -log(1 - (1 - eps') t), so exp(-sigma(t)) = 1 - (1 - eps') t; its sampler
     masks a token at time t with probability t itself, i.e. alpha(t) = 1 - t (the eps' -> 0
@@ -28,15 +33,15 @@ Named schedules (``get_schedule``):
     step and its noise-removal pass merged into one step; mdmt draws those tokens from
     the denoiser, MDLM takes the argmax).  Hence pi_j = (1 - eps)/N for j < N and
     pi_N = (1 - eps)/N + eps: as eps -> 0 the log-linear schedule *is* the linear one.
-``warmstart`` (parameter ``eps``, default 0.05)
-    The schedule of the Theorem 4.2 proof: the first reverse step reveals an eps fraction
-    of the tokens in expectation (pi_1 = eps) and the other N - 1 steps share the rest
-    evenly (pi_j = (1 - eps)/(N - 1)).  As a schedule it is alpha(t) = 1 - t on the grid
-    t_N = 1, t_k = k (1 - eps)/(N - 1) (k < N).  For N = 1, pi = (1,).
+``warmstart`` (parameter ``first``, default 0.05; SPEC ``warmstart:FIRST``)
+    The schedule of the Theorem 4.2 proof (Lemma B.12): the first reverse step reveals a
+    fraction ``first`` of the tokens in expectation (pi_1 = first) and the other N - 1 steps
+    share the rest evenly (pi_j = (1 - first)/(N - 1)).  As a schedule it is alpha(t) = 1 - t
+    on the grid t_N = 1, t_k = k (1 - first)/(N - 1) (k < N).  For N = 1, pi = (1,).
 
 Any user time grid (``GridSchedule(times, base)``, validated: strictly monotone from 0
-to 1) or explicit reveal-probability vector (``ExplicitSchedule(pi)`` or a plain array
-passed to ``reveal_probabilities``) is accepted.
+to 1) or explicit reveal-probability vector (``ExplicitSchedule(pi)``, SPEC ``0.2,0.3,0.5``,
+or a plain array passed to ``reveal_probabilities``) is accepted.
 
 From pi and the length L: ``p_distinct`` = P(every step reveals at most one token)
 = L! e_L(pi_1..pi_N) (log-space dynamic programme; exactly 0 when fewer than L steps
@@ -47,13 +52,16 @@ expected number of denoiser evaluations under ddpm_cache.
 from __future__ import annotations
 
 import math
+import weakref
 
 import numba as nb
 import numpy as np
 
-from .validation import positive_int
+from ..validation import positive_int
 
 _TOL = 1e-12
+_PI_ATOL = 1e-9  # tolerance on sum(pi) = 1 for an explicit vector
+_VALIDATED: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
 
 
 def _check_alpha(name: str, t: np.ndarray, a: np.ndarray) -> None:
@@ -74,10 +82,22 @@ def _check_alpha(name: str, t: np.ndarray, a: np.ndarray) -> None:
         )
 
 
+def _steps(N) -> int:
+    return positive_int("number of steps N", N)
+
+
+def _seal(pi: np.ndarray) -> np.ndarray:
+    """Mark a validated pi: read-only, and recognised by :func:`as_pi` without a second check."""
+    pi = np.array(pi, dtype=np.float64)  # a fresh array this module owns
+    pi.setflags(write=False)
+    _VALIDATED[id(pi)] = pi
+    return pi
+
+
 class Schedule:
     """A masking schedule: ``alpha(t)`` (vectorised) and the time grid ``times(N)``.
 
-    ``reveal_probs(N)`` turns them into pi (N,), validating alpha(0) = 1, alpha(1) = 0
+    ``reveal_probabilities(N)`` turns them into pi (N,), validating alpha(0) = 1, alpha(1) = 0
     and monotonicity on the grid (errors name the offending t and reverse step).
     """
 
@@ -90,15 +110,22 @@ class Schedule:
         """The grid t_0 = 0 < t_1 < ... < t_N = 1 (default: uniform)."""
         return np.linspace(0.0, 1.0, N + 1)
 
-    def reveal_probs(self, N: int) -> np.ndarray:
-        """pi (N,): pi[j-1] = P(tau_i = j), j = 1 the first reverse step (from t = 1)."""
-        N = positive_int("number of steps N", N)
+    def _pi(self, N: int) -> np.ndarray:
         t = np.asarray(self.times(N), dtype=np.float64)
         a = np.asarray(self.alpha(t), dtype=np.float64).reshape(t.shape)
         _check_alpha(self.name, t, a)
         d = a[:-1] - a[1:]  # d[k] = alpha(t_k) - alpha(t_{k+1}) >= 0: reverse step N - k
         pi = np.clip(d[::-1], 0.0, None)
         return pi / pi.sum()
+
+    def reveal_probabilities(self, N: int) -> np.ndarray:
+        """pi (N,), read-only: pi[j-1] = P(tau_i = j), j = 1 the first reverse step (from t = 1)."""
+        return _seal(self._pi(_steps(N)))
+
+    @property
+    def spec(self) -> str:
+        """The SPEC string that :func:`parse_schedule` turns back into this schedule."""
+        return self.name
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -123,14 +150,14 @@ class Cosine(Schedule):
         return np.where(np.asarray(t) >= 1.0, 0.0, a)  # cos(pi/2) is 6e-17 in floating point
 
 
-def _unit_param(name: str, eps, low_open: bool) -> float:
+def _unit_param(name: str, param: str, value, low_open: bool) -> float:
     try:
-        e = float(eps)
+        e = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"schedule {name}: eps must be a number, got {eps!r}") from None
+        raise ValueError(f"schedule {name}: {param} must be a number, got {value!r}") from None
     ok = (0 < e <= 1) if low_open else (0 <= e < 1)
     if not (math.isfinite(e) and ok):
-        raise ValueError(f"schedule {name}: eps must be in {'(0, 1]' if low_open else '[0, 1)'}, got {eps!r}")
+        raise ValueError(f"schedule {name}: {param} must be in {'(0, 1]' if low_open else '[0, 1)'}, got {value!r}")
     return e
 
 
@@ -140,7 +167,7 @@ class LogLinear(Schedule):
     name = "loglinear"
 
     def __init__(self, eps: float = 1e-5):
-        self.eps = _unit_param("loglinear", eps, low_open=False)
+        self.eps = _unit_param("loglinear", "eps", eps, low_open=False)
 
     def alpha(self, t):
         return 1.0 - np.asarray(t, dtype=np.float64)
@@ -150,17 +177,21 @@ class LogLinear(Schedule):
         t[0] = 0.0
         return t
 
+    @property
+    def spec(self) -> str:
+        return f"loglinear:{self.eps!r}"
+
     def __repr__(self) -> str:
         return f"LogLinear(eps={self.eps!r})"
 
 
 class WarmStart(Schedule):
-    """Theorem 4.2's schedule: pi_1 = eps, the other N - 1 steps share 1 - eps evenly."""
+    """Theorem 4.2's schedule (Lemma B.12): pi_1 = first, the other N - 1 steps share 1 - first evenly."""
 
     name = "warmstart"
 
-    def __init__(self, eps: float = 0.05):
-        self.eps = _unit_param("warmstart", eps, low_open=True)
+    def __init__(self, first: float = 0.05):
+        self.first = _unit_param("warmstart", "first", first, low_open=True)
 
     def alpha(self, t):
         return 1.0 - np.asarray(t, dtype=np.float64)
@@ -168,18 +199,22 @@ class WarmStart(Schedule):
     def times(self, N: int) -> np.ndarray:
         if N == 1:
             return np.array([0.0, 1.0])
-        t = (1.0 - self.eps) * np.arange(N + 1) / (N - 1)
+        t = (1.0 - self.first) * np.arange(N + 1) / (N - 1)
         t[-1] = 1.0
         return t
 
-    def reveal_probs(self, N: int) -> np.ndarray:
-        N = positive_int("number of steps N", N)
+    def _pi(self, N: int) -> np.ndarray:
         if N == 1:
             return np.ones(1)
-        return np.concatenate([[self.eps], np.full(N - 1, (1.0 - self.eps) / (N - 1))])
+        pi = np.concatenate([[self.first], np.full(N - 1, (1.0 - self.first) / (N - 1))])
+        return pi / pi.sum()
+
+    @property
+    def spec(self) -> str:
+        return f"warmstart:{self.first!r}"
 
     def __repr__(self) -> str:
-        return f"WarmStart(eps={self.eps!r})"
+        return f"WarmStart(first={self.first!r})"
 
 
 class GridSchedule(Schedule):
@@ -226,13 +261,31 @@ class GridSchedule(Schedule):
         return f"GridSchedule({self.steps} steps, base={self.base!r})"
 
 
+def _validated_vector(pi) -> np.ndarray:
+    """An explicit reveal-probability vector: finite, >= 0, summing to 1 (errors name the entry, 1-based step)."""
+    try:
+        pi = np.asarray(pi, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"reveal probabilities pi must be a vector of numbers, got {pi!r}") from None
+    if pi.ndim != 1 or pi.size == 0:
+        raise ValueError(f"reveal probabilities pi must be a non-empty vector, got shape {pi.shape}")
+    bad = np.flatnonzero(~np.isfinite(pi) | (pi < 0))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"reveal probability pi[{k + 1}] = {float(pi[k])!r} is not a probability (step {k + 1})")
+    s = float(pi.sum())
+    if abs(s - 1) > _PI_ATOL:
+        raise ValueError(f"reveal probabilities sum to {s:.10g}, not 1")
+    return pi / s
+
+
 class ExplicitSchedule(Schedule):
     """An explicit reveal-probability vector pi as a schedule (alpha piecewise linear on the uniform grid)."""
 
     name = "explicit"
 
     def __init__(self, pi):
-        self.pi = validate_pi(pi)
+        self.pi = _seal(_validated_vector(pi))
 
     @property
     def steps(self) -> int:
@@ -245,68 +298,93 @@ class ExplicitSchedule(Schedule):
         a[0], a[-1] = 1.0, 0.0
         return np.interp(np.asarray(t, dtype=np.float64), grid, a)
 
-    def reveal_probs(self, N: int) -> np.ndarray:
-        N = positive_int("number of steps N", N)
-        if N != self.steps:
+    def reveal_probabilities(self, N: int | None = None) -> np.ndarray:
+        if N is not None and _steps(N) != self.steps:
             raise ValueError(f"pi has {self.steps} entries but N = {N} steps")
-        return self.pi.copy()
+        return self.pi
+
+    @property
+    def spec(self) -> str:
+        return ",".join(repr(float(v)) for v in self.pi)
 
     def __repr__(self) -> str:
         return f"ExplicitSchedule({self.steps} steps)"
 
 
 SCHEDULES = {"linear": Linear, "cosine": Cosine, "loglinear": LogLinear, "warmstart": WarmStart}
+_PARAM = {"loglinear": "eps", "warmstart": "first"}
 
 
 def get_schedule(name: str, **params) -> Schedule:
-    """A schedule by name: ``linear``, ``cosine``, ``loglinear`` (eps), ``warmstart`` (eps)."""
+    """A schedule by name: ``linear``, ``cosine``, ``loglinear`` (eps), ``warmstart`` (first)."""
     if not isinstance(name, str) or name not in SCHEDULES:
         raise ValueError(f"unknown schedule {name!r}; valid schedules: {', '.join(SCHEDULES)}")
-    cls = SCHEDULES[name]
-    allowed = {"eps"} if cls in (LogLinear, WarmStart) else set()
+    allowed = {_PARAM[name]} if name in _PARAM else set()
     extra = sorted(set(params) - allowed)
     if extra:
-        takes = "takes no parameters" if not allowed else "takes only eps"
+        takes = "takes no parameters" if not allowed else f"takes only {_PARAM[name]}"
         raise ValueError(f"schedule {name!r} {takes}, got {extra}")
-    return cls(**params)
+    return SCHEDULES[name](**params)
 
 
-def validate_pi(pi, atol: float = 1e-9) -> np.ndarray:
-    """A reveal-probability vector: finite, >= 0, summing to 1 (errors name the entry, 1-based step)."""
+def parse_schedule(spec) -> Schedule:
+    """A schedule from its SPEC: ``NAME``, ``NAME:PARAM`` (loglinear:EPS, warmstart:FIRST), or ``p1,p2,...``.
+
+    A :class:`Schedule` is returned as it is.
+    """
+    if isinstance(spec, Schedule):
+        return spec
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"schedule {spec!r}: expected a name ({', '.join(SCHEDULES)}), NAME:PARAM or p1,p2,...")
+    text = spec.strip()
+    name, sep, param = text.partition(":")
+    if name in SCHEDULES:
+        if not sep:
+            return get_schedule(name)
+        if name not in _PARAM:
+            raise ValueError(f"schedule {text!r}: {name} takes no parameter")
+        return get_schedule(name, **{_PARAM[name]: param})
     try:
-        pi = np.asarray(pi, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"reveal probabilities pi must be a vector of numbers, got {pi!r}") from None
-    if pi.ndim != 1 or pi.size == 0:
-        raise ValueError(f"reveal probabilities pi must be a non-empty vector, got shape {pi.shape}")
-    bad = np.flatnonzero(~np.isfinite(pi) | (pi < 0))
-    if bad.size:
-        k = int(bad[0])
-        raise ValueError(f"reveal probability pi[{k + 1}] = {float(pi[k])!r} is not a probability (step {k + 1})")
-    s = float(pi.sum())
-    if abs(s - 1) > atol:
-        raise ValueError(f"reveal probabilities sum to {s:.10g}, not 1")
-    return pi / s
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise ValueError(f"schedule {text!r} is neither a schedule name ({', '.join(SCHEDULES)}), NAME:PARAM, "
+                         "nor a comma-separated list of reveal probabilities") from None
+    return ExplicitSchedule(values)
 
 
-def reveal_probabilities(schedule, N: int) -> np.ndarray:
-    """pi (N,) from a Schedule, a schedule name, or an explicit vector (validated, length N)."""
-    if isinstance(schedule, Schedule):
-        return schedule.reveal_probs(N)
-    if isinstance(schedule, str):
-        return get_schedule(schedule).reveal_probs(N)
-    N = positive_int("number of steps N", N)
-    pi = validate_pi(schedule)
-    if len(pi) != N:
+def reveal_probabilities(schedule, N: int | None = None) -> np.ndarray:
+    """The one boundary from a schedule to pi (N,): validated, read-only.
+
+    ``schedule``: a :class:`Schedule`, a SPEC string (:func:`parse_schedule`; names need N), or an
+    explicit vector (N, when given, must equal its length).
+    """
+    if isinstance(schedule, (Schedule, str)):
+        sched = parse_schedule(schedule)
+        if N is None:
+            if isinstance(sched, ExplicitSchedule):
+                return sched.pi
+            raise ValueError(f"schedule {sched.spec!r} needs the number of steps N")
+        return sched.reveal_probabilities(N)
+    if isinstance(schedule, np.ndarray) and _VALIDATED.get(id(schedule)) is schedule:
+        pi = schedule
+    else:
+        pi = _seal(_validated_vector(schedule))
+    if N is not None and _steps(N) != len(pi):
         raise ValueError(f"pi has {len(pi)} entries but N = {N} steps")
     return pi
 
 
 def as_pi(pi) -> np.ndarray:
-    """A validated pi from an explicit vector (``Schedule`` objects need N: use ``reveal_probabilities``)."""
-    if isinstance(pi, (Schedule, str)):
-        raise ValueError("pass reveal probabilities pi (reveal_probabilities(schedule, N)), not a schedule")
-    return validate_pi(pi)
+    """pi as the functions below the boundary take it: a vector this module validated is used as is.
+
+    Anything else (a list, an array built elsewhere) is validated once by :func:`reveal_probabilities`;
+    a schedule (which needs N) is refused with a message that says so.
+    """
+    if isinstance(pi, np.ndarray) and _VALIDATED.get(id(pi)) is pi and not pi.flags.writeable:
+        return pi
+    if isinstance(pi, (Schedule, str)) and not (isinstance(pi, str) and "," in pi):
+        raise ValueError("pass reveal probabilities pi = reveal_probabilities(schedule, N), not a schedule")
+    return reveal_probabilities(pi)
 
 
 def reveal_rates(pi) -> np.ndarray:
@@ -315,13 +393,19 @@ def reveal_rates(pi) -> np.ndarray:
     r is 1 at the last step with pi_j > 0 (everything still masked is revealed there) and
     at every later step (nothing is left); in particular r_N = 1.
     """
-    pi = validate_pi(pi)
+    pi = as_pi(pi)
     before = np.concatenate([[0.0], np.cumsum(pi)[:-1]])
     remaining = 1.0 - before
     r = np.where(remaining > 1e-15, pi / np.maximum(remaining, 1e-300), 1.0)
     last = int(np.flatnonzero(pi > 0)[-1])
     r[last:] = 1.0
     return np.clip(r, 0.0, 1.0)
+
+
+def revealed_before(pi) -> np.ndarray:
+    """a_j = sum_{k<j} pi_k (capped at 1): the probability that a position is revealed before step j."""
+    pi = as_pi(pi)
+    return np.minimum(np.concatenate([[0.0], np.cumsum(pi)[:-1]]), 1.0)
 
 
 def log_p_distinct(pi, L: int) -> float:
@@ -332,7 +416,7 @@ def log_p_distinct(pi, L: int) -> float:
     many distinct values a log-space recursion e_k <- e_k + pi_j e_{k-1} over steps is used
     (O(N L), no underflow for any N, L).
     """
-    pi = validate_pi(pi)
+    pi = as_pi(pi)
     L = positive_int("L", L)
     if np.count_nonzero(pi) < L:
         return -math.inf
@@ -388,7 +472,7 @@ def p_distinct(pi, L: int) -> float:
 
 def expected_nfe(pi, L: int) -> float:
     """E[NFE] under ddpm_cache: sum_j 1 - (1 - pi_j)^L (the steps that reveal something)."""
-    pi = validate_pi(pi)
+    pi = as_pi(pi)
     L = positive_int("L", L)
     with np.errstate(divide="ignore"):
         return float(-np.expm1(L * np.log1p(-pi)).sum())

@@ -1,4 +1,4 @@
-"""Closed forms for the interval counterexample (Theorem 4.4, Example C.7; THEORY §5).
+"""Closed forms for the interval counterexample (Theorem 4.4, Example C.7, Lemmas C.5-C.6 of the paper).
 
 Two positions of one interval revealed in the same step draw their shared bit
 independently; under the oracle each end is a fair bit, so they disagree with
@@ -27,8 +27,8 @@ import math
 
 import numpy as np
 
-from .schedules import log_convolve, p_distinct, validate_pi
-from .validation import positive_int
+from ..validation import positive_int
+from .schedules import as_pi, log_convolve, p_distinct
 
 
 def _check(l: int, L: int) -> tuple[int, int]:
@@ -42,7 +42,7 @@ def _check(l: int, L: int) -> tuple[int, int]:
 def log_rho(l: int, pi) -> float:
     """log rho(l, pi) = log E[2^(-same-step pairs)] for one interval (log-space DP over steps)."""
     l = positive_int("interval length l", l, minimum=2)
-    pi = validate_pi(pi)
+    pi = as_pi(pi)
     n = np.arange(l + 1)
     log_w = -(n * (n - 1) / 2) * math.log(2) - np.array([math.lgamma(k + 1) for k in n])
     g = np.full(l + 1, -np.inf)
@@ -80,14 +80,6 @@ def mismatch_probability(eps: float) -> float:
     if not eps >= 0 or not math.isfinite(eps):
         raise ValueError(f"learning error eps must be a finite number >= 0, got {eps!r}")
     return 0.5 * math.exp(-2.0 * eps)
-
-
-def mismatch_probability_pinsker(eps: float) -> float:
-    """The cruder Pinsker version: |u - 1/2| <= sqrt(eps / 2), so p_e >= 2 u (1 - u) >= 1/2 - eps."""
-    if not eps >= 0 or not math.isfinite(eps):
-        raise ValueError(f"learning error eps must be a finite number >= 0, got {eps!r}")
-    d = min(0.5, math.sqrt(eps / 2.0))
-    return 2.0 * (0.5 - d) * (0.5 + d)
 
 
 def ser_lower_bound(l: int, L: int, pi, eps: float) -> float:

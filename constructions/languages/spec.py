@@ -1,0 +1,89 @@
+"""One grammar for naming a language, shared by every command and by stored data sets and checkpoints.
+
+A language SPEC is one of
+
+``preset:NAME`` or ``preset:NAME:SEED``
+    a Table 1 language drawn with ``SEED`` (default 0); ``NAME`` is a key of
+    :data:`~mdmt.constructions.languages.random_languages.PRESETS` (``2gram``, ``3gram-ter``, ``hmm``, ...);
+``interval:l``
+    the Theorem 4.4 counterexample HMM with interval length ``l`` (Example C.7, Note C.8;
+    |V| = 2^(l-1), ``interval:5`` is the paper's 16-symbol HMM);
+a file path
+    a language file written by ``mdmt language`` or ``mdmt counterexample`` (JSON, or ``.npz``).
+
+:func:`canonical_spec` writes a spec in its one normal form (``preset:2gram`` becomes
+``preset:2gram:0``), so two spellings of the same language compare equal in manifests and
+checkpoints.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .interval import MAX_INTERVAL_LENGTH, interval_hmm
+from .io import load_language
+from .random_languages import PRESETS, preset
+
+FORMS = "preset:NAME[:SEED], interval:l or a language file"
+
+
+def _parse(spec) -> tuple[str, tuple]:
+    """(kind, args) of a spec: ("preset", (name, seed)), ("interval", (l,)) or ("file", (path,))."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"language {spec!r}: expected {FORMS}")
+    spec = spec.strip()
+    head, sep, rest = spec.partition(":")
+    if sep and head == "preset":
+        parts = rest.split(":")
+        if len(parts) > 2 or not parts[0]:
+            raise ValueError(f"language {spec!r}: expected preset:NAME or preset:NAME:SEED")
+        if parts[0] not in PRESETS:
+            hint = f" (the counterexample is interval:{parts[0][9:]})" if parts[0].startswith("interval-") else ""
+            raise ValueError(f"language {spec!r}: unknown preset {parts[0]!r}{hint}; valid presets: {', '.join(PRESETS)}")
+        seed = 0
+        if len(parts) == 2:
+            if not parts[1].isdigit():
+                raise ValueError(f"language {spec!r}: seed {parts[1]!r} is not a non-negative integer")
+            seed = int(parts[1])
+        return "preset", (parts[0], seed)
+    if sep and head == "interval":
+        if not rest.isdigit():
+            raise ValueError(f"language {spec!r}: the interval length l after 'interval:' must be an integer")
+        l = int(rest)
+        if not 2 <= l <= MAX_INTERVAL_LENGTH:
+            raise ValueError(f"language {spec!r}: interval length l = {l} must be in 2..{MAX_INTERVAL_LENGTH}")
+        return "interval", (l,)
+    if not Path(spec).exists():
+        hint = ""
+        if spec in PRESETS:
+            hint = f" (did you mean preset:{spec}?)"
+        elif spec.startswith("interval-") and spec[9:].isdigit():
+            hint = f" (did you mean interval:{spec[9:]}?)"
+        raise ValueError(f"language {spec!r}: no such file{hint}; expected {FORMS}")
+    return "file", (spec,)
+
+
+def language_from_spec(spec: str):
+    """The language a SPEC names (module docstring); ``ValueError`` naming the spec otherwise."""
+    kind, args = _parse(spec)
+    if kind == "preset":
+        return preset(*args)
+    if kind == "interval":
+        return interval_hmm(*args)
+    return load_language(args[0])
+
+
+def canonical_spec(spec: str) -> str:
+    """The normal form of a spec: ``preset:NAME:SEED``, ``interval:l`` or the file path as given."""
+    kind, args = _parse(spec)
+    if kind == "preset":
+        return f"preset:{args[0]}:{args[1]}"
+    if kind == "interval":
+        return f"interval:{args[0]}"
+    return args[0]
+
+
+def interval_length_of(spec: str) -> int | None:
+    """l when the spec names the interval counterexample (``interval:l``), else None."""
+    kind, args = _parse(spec)
+    return args[0] if kind == "interval" else None

@@ -1,0 +1,86 @@
+"""One command grammar: every subcommand's flags use the shared names with their one meaning (mdmt/commands/_common.py)."""
+
+import argparse
+
+import pytest
+
+from mdmt.cli import COMMANDS, build_parser
+
+FORBIDDEN = {  # names that used to mean something else somewhere, or two things
+    "--preset": "a language is --language preset:NAME, an architecture is --model",
+    "--samples": "how many sequences is --num",
+    "--n-train": "how many sequences is --num",
+    "--n-val": "validation sequences are --num-val",
+    "--language-seed": "the seed of a preset is part of its SPEC, preset:NAME:SEED",
+}
+TAKES_LANGUAGE = {"score", "exact", "sample", "data", "train", "language"}
+
+
+def _leaf_parsers():
+    """(name, parser) for every subcommand, and for both kinds of `mdmt curve`."""
+    root = build_parser()
+    sub = next(a for a in root._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in sub.choices.items():
+        inner = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if inner:
+            for kind, p in inner[0].choices.items():
+                yield f"{name} {kind}", p
+        else:
+            yield name, parser
+
+
+LEAVES = list(_leaf_parsers())
+
+
+def _options(parser) -> dict:
+    return {s: a for a in parser._actions for s in a.option_strings}
+
+
+def test_every_command_is_registered_and_documented():
+    names = {n.split()[0] for n, _ in LEAVES}
+    assert names == set(COMMANDS)
+    for name, parser in LEAVES:
+        assert parser.description, name
+        for action in parser._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help, f"{name} {action.option_strings} has no help"
+
+
+@pytest.mark.parametrize("name, parser", LEAVES, ids=[n for n, _ in LEAVES])
+def test_shared_names_have_one_meaning(name, parser):
+    opts = _options(parser)
+    for flag, why in FORBIDDEN.items():
+        assert flag not in opts, f"mdmt {name} {flag}: {why}"
+    assert "--json" in opts, f"mdmt {name} has no --json"
+    if name.split()[0] in TAKES_LANGUAGE:
+        assert "--language" in opts and opts["--language"].metavar == "SPEC", name
+    if "--language" in opts:
+        assert "preset:NAME[:SEED]" in opts["--language"].help and "interval:l" in opts["--language"].help
+    if "--steps" in opts:
+        assert opts["--steps"] is opts.get("-N"), f"{name}: -N is --steps"
+        assert "sampling steps N" in opts["--steps"].help, name
+    if "-N" in opts:
+        assert opts["-N"] is opts["--steps"]
+    if "--train-steps" in opts:
+        assert "steps" in opts["--train-steps"].help and "sampling" not in opts["--train-steps"].help
+    if "-L" in opts:
+        assert opts["-L"] is opts["--length"] and "length L" in opts["--length"].help
+    if "--model" in opts:
+        assert tuple(opts["--model"].choices) == ("tiny", "paper"), name
+    if "--num" in opts:
+        assert opts["--num"].help.startswith("number of"), name
+    if "--schedule" in opts and opts["--schedule"].choices is None:
+        assert "warmstart[:FIRST]" in opts["--schedule"].help and "p1,p2,..." in opts["--schedule"].help
+    if "--eps" in opts:  # only Theorem 4.2's epsilon is called --eps
+        assert name == "curve ter" and "Theorem 4.2" in opts["--eps"].help
+
+
+def test_inapplicable_flags_are_errors_not_ignored(capsys):
+    from mdmt.cli import main
+
+    assert main(["curve", "ser", "--lengths", "100,200"]) == 2
+    assert "unrecognized arguments" in capsys.readouterr().err
+    assert main(["curve", "ter", "--length", "1024"]) == 2  # no prefix matching of --lengths either
+    assert "unrecognized arguments" in capsys.readouterr().err
+    assert main(["curve", "ter", "--interval-length", "5"]) == 2
+    capsys.readouterr()

@@ -1,0 +1,57 @@
+"""Separators and dependencies (Definitions B.4/B.5, Example B.6) and their exact expectation (C4-C5)."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mdmt.bounds.dependencies import (chain_bound, dependencies_for_assignment, expected_dependencies,
+                                      expected_dependencies_per_step)
+from mdmt.constructions.reverse.schedules import reveal_probabilities
+from tests.reference import assignments, dependencies_by_definition
+
+
+def test_dependencies_for_an_assignment_by_hand():
+    # n = 3 (separators: runs of >= 2 revealed). tau = [1, 2, 2, 1, 1, 2, 2]:
+    # step 2: revealed {0, 3, 4}; {3, 4} is a separator -> segments [0..2], [5..6];
+    # new {1, 2} in the first, {5, 6} in the second: D_2 = 4 - 2 = 2. Step 1: one segment, D_1 = 3 - 1 = 2.
+    np.testing.assert_array_equal(dependencies_for_assignment(3, [1, 2, 2, 1, 1, 2, 2]), [2, 2])
+    # n = 2: every revealed token separates: step 2 segments [1,2], [5,6] -> D_2 = 2
+    np.testing.assert_array_equal(dependencies_for_assignment(2, [1, 2, 2, 1, 1, 2, 2]), [2, 2])
+    np.testing.assert_array_equal(dependencies_for_assignment(2, [1, 2, 1, 2]), [1, 0])
+
+
+@given(st.integers(2, 5), st.lists(st.integers(1, 4), min_size=1, max_size=12))
+def test_scan_equals_the_definition(n, tau):
+    tau = np.array(tau)
+    np.testing.assert_array_equal(dependencies_for_assignment(n, tau), dependencies_by_definition(n, tau))
+
+
+@given(st.integers(2, 4), st.integers(1, 6), st.integers(1, 3), st.integers(0, 2**31))
+def test_expected_dependencies_equal_brute_force(n, L, N, seed):
+    pi = np.random.default_rng(seed).random(N) + 0.05
+    pi /= pi.sum()
+    total = np.zeros(N)
+    for tau in assignments(N, L):
+        d = dependencies_by_definition(n, tau)
+        total[: len(d)] += np.prod(pi[tau - 1]) * d
+    np.testing.assert_allclose(expected_dependencies_per_step(n, L, pi), total, atol=1e-12)
+
+
+def test_expected_dependencies_monte_carlo_at_large_L():
+    n, L, N = 3, 2000, 16
+    pi = reveal_probabilities("cosine", N)
+    rng = np.random.default_rng(0)
+    draws = [dependencies_for_assignment(n, rng.choice(N, size=L, p=pi) + 1).sum() for _ in range(200)]
+    m, s = np.mean(draws), np.std(draws, ddof=1) / np.sqrt(len(draws))
+    assert abs(expected_dependencies(n, L, pi) - m) < 4 * s
+
+
+def test_chain_bound_is_eps_plus_log_v_times_dependencies_per_token():
+    pi = reveal_probabilities("linear", 8)
+    ed = expected_dependencies(3, 100, pi)
+    assert chain_bound(3, 100, pi, 8, 0.01) == pytest.approx(0.01 + math.log(8) * ed / 100, rel=1e-15)
+    # one step reveals everything at once: a single segment, D_1 = L - 1 (by hand)
+    assert expected_dependencies(2, 10, np.ones(1)) == pytest.approx(9.0)

@@ -1,0 +1,55 @@
+"""The interval counterexample in closed form (Theorem 4.4; Example C.7, Lemmas C.5-C.6): rho, the exact
+oracle SER, p_e(eps) and the lower bound, against the generic exact evaluator."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mdmt.constructions.languages import interval_hmm
+from mdmt.constructions.reverse.denoisers import BitBiasedInterval
+from mdmt.constructions.reverse.exact import exact_output_law
+from mdmt.constructions.reverse.interval_closed_forms import mismatch_probability, oracle_ser, rho, ser_lower_bound
+from mdmt.constructions.reverse.learning import learning_error
+
+
+@st.composite
+def schedules(draw, max_N=4):
+    N = draw(st.integers(1, max_N))
+    w = np.array(draw(st.lists(st.floats(0.05, 1.0), min_size=N, max_size=N)))
+    return w / w.sum()
+
+
+@given(schedules())
+def test_closed_form_equals_the_generic_evaluator(pi):
+    h = interval_hmm(3)
+    for L in (3, 6):
+        assert exact_output_law(h, L, pi).ser == pytest.approx(oracle_ser(3, L, pi), abs=1e-12)
+        assert oracle_ser(3, L, pi) >= ser_lower_bound(3, L, pi, 0.0) - 1e-12
+
+
+def test_rho_by_hand():
+    # N = 2 equal steps, l = 2: the pair collides with probability 1/2, so rho = 1/2 + 1/2 * 1/2 = 3/4 (by hand)
+    assert rho(2, [0.5, 0.5]) == pytest.approx(0.75)
+    # one step: all C(l, 2) pairs collide, rho = 2^-C(l,2) (by hand)
+    assert rho(4, [1.0]) == pytest.approx(2.0 ** -6)
+    # l = 3, N = 3 equal steps: E[2^-pairs] over the 27 assignments (by hand: 6 distinct, 18 with one pair, 3 triple)
+    assert rho(3, np.full(3, 1 / 3)) == pytest.approx((6 * 1 + 18 * 0.5 + 3 * 0.125) / 27)
+
+
+def test_bit_biased_denoiser_respects_the_theorem_44_bound():
+    h = interval_hmm(3)
+    pi = np.array([0.5, 0.3, 0.2])
+    for u in (0.55, 0.8):
+        den = BitBiasedInterval(h, 3, u)
+        eps = learning_error(h, den, 6, method="exact")["max"]
+        assert exact_output_law(h, 6, pi, den).ser >= ser_lower_bound(3, 6, pi, eps) - 1e-12
+    # p_e(eps) = e^(-2 eps)/2 (the least mismatch under KL(Bern(1/2)||Bern(u)) <= eps, derived in the module)
+    assert mismatch_probability(0.0) == 0.5
+    assert mismatch_probability(0.25) == pytest.approx(math.exp(-0.5) / 2)
+    with pytest.raises(ValueError, match="not a multiple"):
+        oracle_ser(3, 7, [1.0])
+    with pytest.raises(ValueError, match="learning error eps must be a finite number >= 0"):
+        mismatch_probability(-1.0)

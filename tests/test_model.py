@@ -1,0 +1,86 @@
+"""The transformer of Section 5.1: SUBS output, bidirectional MDM vs causal AR, positions, KV cache."""
+
+import numpy as np
+import pytest
+import torch
+
+from mdmt.constructions.validation import MASK
+from mdmt.empirical.model import POSITIONS, ModelConfig, ar_input, subs_log_probs
+from mdmt.empirical.sampling import MDMDenoiser, ar_logits, ar_sample
+from tests.helpers_empirical import _random_model
+
+torch.set_num_threads(1)
+
+
+def test_config_validation_and_presets():
+    with pytest.raises(ValueError, match="d_model = 10 is not divisible by n_heads = 4"):
+        ModelConfig(d_model=10, n_heads=4)
+    with pytest.raises(ValueError, match="n_layers"):
+        ModelConfig(n_layers=0)
+    with pytest.raises(ValueError, match="unknown model preset 'huge'"):
+        ModelConfig.preset("huge", 8)
+    p = ModelConfig.preset("paper", 8)
+    assert (p.d_model, p.n_layers, p.n_heads, p.seq_len) == (512, 8, 8, 512)  # Table 2
+    t = ModelConfig.preset("tiny", 8, causal=True)
+    assert (t.d_model, t.n_layers, t.n_heads, t.causal) == (64, 2, 4, True)
+    assert t.positions == "rotary+learned"
+    with pytest.raises(ValueError, match="positions must be one of .* got 'sinusoidal'"):
+        ModelConfig(positions="sinusoidal")
+    with pytest.raises(ValueError, match="rotary positions need an even head size"):
+        ModelConfig(d_model=12, n_heads=4, positions="rotary")
+    ModelConfig(d_model=12, n_heads=4, positions="learned")  # no rotation, any head size
+
+
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_each_position_encoding_is_built_and_makes_outputs_position_dependent(positions):
+    m = _random_model(V=3, positions=positions)
+    assert hasattr(m, "pos") == ("learned" in positions)
+    assert hasattr(m, "rot_cos") == ("rotary" in positions)
+    x = torch.zeros(1, 8, dtype=torch.long)  # the same token everywhere ...
+    x[0, 0] = x[0, 7] = 3  # ... but the mask id at both ends: only position tells the two apart
+    out = m(x)[0]
+    assert (out[0] - out[7]).abs().max().item() > 1e-4
+
+
+def test_subs_output_is_one_hot_at_revealed_and_a_distribution_at_masked():
+    m = _random_model(V=5)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 5, (4, 8), generator=g)
+    x[torch.rand(4, 8, generator=g) < 0.5] = MASK
+    p = subs_log_probs(m, x).exp()
+    assert p.shape == (4, 8, 5)  # V outputs, none for the mask
+    assert torch.allclose(p.sum(-1), torch.ones(4, 8), atol=1e-5)
+    rev = x != MASK
+    assert torch.equal(p[rev].argmax(-1), x[rev]) and torch.all(p[rev].max(-1).values == 1.0)
+
+
+def test_mdm_is_bidirectional_and_ar_is_causal():
+    for causal in (False, True):
+        m = _random_model(V=4, causal=causal)
+        x = torch.randint(0, 4, (1, 8), generator=torch.Generator().manual_seed(2))
+        y = x.clone()
+        y[0, 6] = (y[0, 6] + 1) % 4  # change a late token
+        d = (m(x) - m(y)).abs()[0, :6].max().item()  # effect on earlier positions
+        assert (d < 1e-6) if causal else (d > 1e-4)
+
+
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_kv_cache_logits_equal_uncached(positions):
+    m = _random_model(V=5, causal=True, L=12, positions=positions)
+    x = torch.randint(0, 5, (3, 12), generator=torch.Generator().manual_seed(3))
+    full = m(ar_input(x, 5))  # one pass with the causal mask
+    cached = ar_logits(m, x, use_cache=True)
+    rerun = ar_logits(m, x, use_cache=False)
+    assert torch.allclose(cached, full, atol=1e-5) and torch.allclose(rerun, full, atol=1e-5)
+    a = ar_sample(m, 6, 12, seed=4, use_cache=True)
+    b = ar_sample(m, 6, 12, seed=4, use_cache=False)
+    assert np.array_equal(a.samples, b.samples)  # same draws either way
+
+
+
+def test_bad_tokens_raise_value_error():
+    m = _random_model(V=3)
+    with pytest.raises(ValueError, match="token 7 at sequence 0, position 2"):
+        MDMDenoiser(m)(np.array([[0, 1, 7, MASK, 0, 0, 0, 0]]))
+    with pytest.raises(ValueError, match="seq_len"):
+        m(torch.zeros(1, 9, dtype=torch.long))
