@@ -1,0 +1,114 @@
+"""Packaging: one installed name (mdmt), a documented public API, and an import graph without cycles."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mdmt
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = {"mdmt": ROOT / "mdmt", "mdmt.bounds": ROOT / "bounds", "mdmt.constructions": ROOT / "constructions",
+            "mdmt.empirical": ROOT / "empirical"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg, folder in PACKAGES.items():
+        for path in folder.rglob("*.py"):
+            rel = path.relative_to(folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            out[".".join([pkg, *parts])] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """The mdmt modules that a module imports (absolute or relative, at any depth of the file)."""
+    is_pkg = path.name == "__init__.py"
+    base = name.split(".") if is_pkg else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                target = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                full = f"{target}.{alias.name}"
+                found.add(full if full in MODULES else target)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {m for m in found if m in MODULES and m != name}
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = {name: _imports(name, path) for name, path in MODULES.items()}
+    # a package's __init__ importing its own submodules is not a cycle of the code; drop those edges
+    for name in graph:
+        graph[name] = {m for m in graph[name] if not (MODULES[name].name == "__init__.py" and m.startswith(name + "."))}
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                cycle = stack[stack.index(nxt):] + [nxt]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+
+
+def test_layers():
+    """languages < reverse < bounds < empirical < commands: no module imports from a later layer."""
+    order = ["mdmt.constructions.validation", "mdmt.constructions.confidence", "mdmt.constructions.languages",
+             "mdmt.constructions.reverse", "mdmt.bounds", "mdmt.empirical", "mdmt.commands"]
+
+    def layer(module):
+        ranks = [i for i, prefix in enumerate(order) if module == prefix or module.startswith(prefix + ".")]
+        return max(ranks) if ranks else None
+
+    for name, path in MODULES.items():
+        me = layer(name)
+        if me is None:
+            continue
+        for dep in _imports(name, path):
+            other = layer(dep)
+            assert other is None or other <= me, f"{name} imports {dep} from a later layer"
+
+
+def test_only_mdmt_is_importable_outside_the_source_tree(tmp_path):
+    code = ("import importlib.util as u; "
+            "print([n for n in ('bounds', 'constructions', 'empirical') if u.find_spec(n) is not None])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    code = "import mdmt.bounds, mdmt.constructions.reverse, mdmt.empirical; print(mdmt.__version__)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def test_public_api_resolves_and_is_documented():
+    assert len(mdmt.__all__) >= 20
+    for name in mdmt.__all__:
+        assert getattr(mdmt, name) is not None, name
+        assert name in mdmt.__doc__, f"{name} is exported but not listed in mdmt's docstring"
+    assert mdmt.STATEMENTS and mdmt.verify.__module__ == "mdmt.bounds.verify"
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        mdmt.nothing  # noqa: B018
+
+
+def test_import_mdmt_is_cheap():
+    code = "import sys, mdmt; print(sorted(m for m in ('numba', 'sympy', 'torch', 'scipy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
