@@ -37,6 +37,7 @@ def write_sequences(path, rows):
 def test_counterexample_writes_the_interval_hmm(tmp_path, capsys):
     out = tmp_path / "ce.json"
     status, text, _ = run(capsys, ["counterexample", "--interval-length", "5", "--out", str(out)])
+    # 16 = 2^(l-1) symbols; 544 = 16 + 128 + 256 + 128 + 16 states (the open pairs at each position, by hand)
     assert status == 0 and text.count("\n") == 1 and "16 symbols, 544 hidden states" in text
     assert load_language(out) == interval_hmm(5)
     summary = run_json(capsys, ["counterexample", "-l", "3", "--out", str(tmp_path / "ce3.npz")])
@@ -174,6 +175,8 @@ def test_exact_sample_dependencies_curve(tmp_path, capsys):
     dep = run_json(capsys, ["dependencies", "--n", "3", "--length", "256", "--steps", "16", "--schedule", "linear"])
     assert dep["expected_dependencies"] > 0 and len(dep["per_step"]) == 16
     ser = run_json(capsys, ["curve", "ser", "--interval-length", "5", "--length", "1000"])
+    # 1.443 = N*/L with N* = 1443, found by bisection on the closed form and checked exactly against its
+    # neighbours in tests/test_bounds.py; the large-L limit is 1/ln 2 = 1.4427 (by hand: 1 - rho ~ C(l,2)/(2N))
     assert ser["critical_c"] == pytest.approx(1.443, abs=1e-3)
     png = tmp_path / "t.png"
     csv = tmp_path / "t.csv"
