@@ -16,6 +16,8 @@ gets one row with, all exact (enumeration over trajectories, docs/atlas.md):
                       random positions) holds only for ``uniform``;
 ``tc_ratio``, ``dtc_ratio``  kl / (TC/K) and kl / (DTC/K), K = N (E[NFE] for threshold and entropy-sum):
                       Zhao & Cai's rates, whose constants are not known;
+``random_sizes_bound`` for ``random:tc`` and ``random:dtc``: mdmt's explicit TC/K and DTC/K rates for its own
+                      randomized sizes (:func:`random_sizes_bound`, proved in docs/atlas.md), + learning;
 ``pb_lower``          ParallelBench's partition lower bound (arXiv 2510.04767): E sum_j TC(X_{S_j} | x_{U_j});
                       its assumption (one fixed partition of the positions into steps) holds for the fixed
                       orders, where it equals kl for the oracle.
@@ -91,6 +93,24 @@ def random_sizes_kl(profile: np.ndarray, N: int, law: str) -> float:
     return float(total)
 
 
+def _harmonic(n: int) -> float:
+    return float(np.sum(1.0 / np.arange(1, n + 1))) if n > 0 else 0.0
+
+
+def random_sizes_bound(L: int, N: int, law: str, tc: float, dtc: float) -> float | None:
+    """mdmt's explicit rate for its randomized sizes (oracle; add the learning term otherwise), docs/atlas.md.
+
+    ``tc`` law: E KL <= 2 TC H_{L-1} / (N - 1 + H_{L-1});  ``dtc`` law: E KL <= DTC H_{L-1} / (N - 1 - H_{L-1})
+    when N - 1 > H_{L-1} (None otherwise, and for the ``uniform`` law), H_k the k-th harmonic number.
+    """
+    h = _harmonic(L - 1)
+    if law == "tc":
+        return 2.0 * tc * h / (N - 1 + h) if h > 0 else 0.0
+    if law == "dtc" and N - 1 > h:
+        return dtc * h / (N - 1 - h)
+    return None
+
+
 def expected_dependencies_from_patterns(n: int, L: int, pattern_law: np.ndarray) -> float:
     """E sum_j D_j from the law of (U_j, S_j) (base-3 codes of ``teacher_forced``), via ``dependencies_for_assignment``."""
     total = 0.0
@@ -163,8 +183,12 @@ def atlas(language, L: int, N: int, processes: str = DEFAULT_PROCESSES, denoiser
                "pb_lower": tc, "pb_holds": _holds(tc, kl), "pb_applies": isinstance(pol, FixedOrder)}
         if denoiser is None and isinstance(pol, Sizes):
             row["profile_kl"] = uniform_positions_kl(profile, sizes)
-        if denoiser is None and isinstance(pol, RandomSizes):
-            row["profile_kl"] = random_sizes_kl(profile, pol.N, pol.law)
+        if isinstance(pol, RandomSizes):
+            rb = random_sizes_bound(L, pol.N, pol.law, TC, DTC)
+            row["random_sizes_bound"] = None if rb is None else rb + learn
+            row["random_sizes_bound_holds"] = _holds(akl, row["random_sizes_bound"])
+            if denoiser is None:
+                row["profile_kl"] = random_sizes_kl(profile, pol.N, pol.law)
         rows.append(row)
     instance = {"length": L, "steps": N, "vocab_size": V, "ngram_order": n, "entropy": info["entropy"],
                 "total_correlation": TC, "dual_total_correlation": DTC, "sum_mutual_information": sumI,

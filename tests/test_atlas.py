@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from mdmt.bounds.atlas import atlas, random_sizes_kl, uniform_positions_kl
+from mdmt.bounds.atlas import atlas, random_sizes_bound, random_sizes_kl, uniform_positions_kl
 from mdmt.cli import main
 from mdmt.constructions.languages import NGram, interval_hmm, random_hmm, random_ngram
 from mdmt.constructions.reverse.denoisers import UniformMixture
@@ -38,6 +38,8 @@ def test_every_bound_holds_where_its_assumptions_do(name, make, L, N, lam):
             assert r["li_cai_holds"], (name, r["process"])
         if r["pb_applies"]:
             assert r["pb_holds"], (name, r["process"])
+        if r.get("random_sizes_bound") is not None:  # mdmt's explicit TC/K, DTC/K rates for its randomized sizes
+            assert r["random_sizes_bound_holds"], (name, r["process"])
         if "profile_kl" in r:  # closed form of the information profile, a third code path
             assert r["profile_kl"] == pytest.approx(r["assignment_kl"], rel=1e-9, abs=1e-12)
     assert (res["instance"]["ngram_order"] is None) == (not isinstance(lang, NGram))
@@ -56,6 +58,23 @@ def test_profile_closed_forms_for_unbalanced_and_random_sizes():
     for law in ("tc", "dtc", "uniform"):
         e = random_sizes_kl(f, 3, law)
         assert e == pytest.approx(teacher_forced(lang, L, RandomSizes(3, law), tables=tables)["assignment_kl"], rel=1e-10)
+
+
+def test_random_sizes_rates_hold_on_worst_case_profiles():
+    """The explicit TC and DTC rates hold for every concave profile: check them on profiles concentrated at each slot
+    (delta(r) = 1 at one r), the extreme points of the cone, for several L and N."""
+    for L in (4, 9, 30):
+        for N in (2, 3, 8, 20):
+            for r0 in range(L - 1):
+                d = np.zeros(L - 1)
+                d[r0] = 1.0  # delta(r0) = 1: increments f(r+1) - f(r) = 1 for r <= r0, then 0
+                f = np.concatenate([[0.0], np.cumsum(np.where(np.arange(L) <= r0, 1.0, 0.0))])
+                tc, dtc = L * f[1] - f[L], f[L] - L * (f[L] - f[L - 1])
+                assert tc == pytest.approx(L - 1 - r0) and dtc == pytest.approx(r0 + 1)
+                for law, bound in (("tc", random_sizes_bound(L, N, "tc", tc, dtc)),
+                                   ("dtc", random_sizes_bound(L, N, "dtc", tc, dtc))):
+                    if bound is not None:
+                        assert random_sizes_kl(f, N, law) <= bound + 1e-12, (L, N, r0, law)
 
 
 def test_tight_instances():

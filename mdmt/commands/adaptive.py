@@ -73,6 +73,10 @@ def add_arguments(p):
 
 
 def run(args) -> int:
+    if getattr(args, "out", None) and args.kind in ("ser", "ter"):
+        from mdmt.empirical.provenance import record
+
+        args.provenance = record()  # the command, commit and machine, taken when the run starts
     return {"sample": _sample, "exact": _exact, "ser": _ser, "ter": _ter}[args.kind](args)
 
 
@@ -162,7 +166,7 @@ def _ser(args) -> int:
                                                                                   args.seed)})
     res = {"target": target, "curve_length": Lc, "curves": curves, "min_steps": mins}
     if args.out:
-        _write_ser(res, args.out)
+        _write_ser(res, args.out, args.provenance)
     if args.json:
         print_json(res)
         return 0
@@ -201,7 +205,7 @@ def _ter(args) -> int:
                          **min_steps_ter(lang, L, p, target, args.num, args.seed)})
     res = {"language": spec, "target": target, "rows": rows}
     if args.out:
-        _write_ter(res, args.out)
+        _write_ter(res, args.out, args.provenance)
     if args.json:
         print_json(res)
         return 0
@@ -221,17 +225,15 @@ def _ter(args) -> int:
     return 0
 
 
-def _save(res, out, name):
+def _save(res, out, name, provenance):
     import json
     from pathlib import Path
-
-    from mdmt.empirical.provenance import record
 
     from ._common import clean
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    res["provenance"] = record()
+    res["provenance"] = provenance
     (folder / f"{name}.json").write_text(json.dumps(clean(res), indent=1, allow_nan=False) + "\n")
     return folder
 
@@ -247,13 +249,13 @@ def _csv(path, rows, keys):
         w.writerows([clean(r) for r in rows])
 
 
-def _write_ser(res, out):
+def _write_ser(res, out, provenance):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    folder = _save(res, out, "adaptive_ser")
+    folder = _save(res, out, "adaptive_ser", provenance)
     _csv(folder / "adaptive_ser.csv", res["curves"] + res["min_steps"],
          ["l", "L", "policy", "N", "steps", "ser", "ci", "nfe", "method", "reached", "theorem44_lower"])
     ls = sorted({r["l"] for r in res["curves"]})
@@ -289,13 +291,13 @@ def _write_ser(res, out):
     plt.close(fig)
 
 
-def _write_ter(res, out):
+def _write_ter(res, out, provenance):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    folder = _save(res, out, "adaptive_ter")
+    folder = _save(res, out, "adaptive_ter", provenance)
     _csv(folder / "adaptive_ter.csv", res["rows"],
          ["language", "L", "policy", "steps", "parameter", "kl_per_token", "ci", "nfe"])
     fig, ax = plt.subplots(figsize=(6, 4))

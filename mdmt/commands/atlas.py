@@ -34,11 +34,16 @@ def _cell(v, mark=None):
 def run(args) -> int:
     from mdmt.bounds.atlas import atlas
 
+    prov = None
+    if args.out:
+        from mdmt.empirical.provenance import record
+
+        prov = record()  # the command, commit and machine, taken when the run starts
     lang = load_language(args.language)
     res = atlas(lang, args.length, args.steps, args.processes)
     res["instance"]["language"] = args.language
     if args.out:
-        _write(res, args.out)
+        _write(res, args.out, prov)
     if args.json:
         print_json(res)
         return 0
@@ -55,19 +60,18 @@ def run(args) -> int:
     return 0
 
 
-def _write(res: dict, out: str) -> None:
+def _write(res: dict, out: str, provenance: dict) -> None:
     import csv
     import json
     from pathlib import Path
 
     from mdmt.bounds.atlas import COLUMNS
-    from mdmt.empirical.provenance import record
 
     from ._common import clean
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    res["provenance"] = record()
+    res["provenance"] = provenance
     keys = list(COLUMNS) + [k for k in res["rows"][0] if k not in COLUMNS]
     with open(folder / "atlas.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=keys)
