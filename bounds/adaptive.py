@@ -22,16 +22,12 @@ mean NFE over their parameter grids.
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from mdmt.constructions.confidence import mean_interval
 from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, ser_lower_bound
 from mdmt.constructions.reverse.interval_policies import fixed_order_ser, pattern_run
-from mdmt.constructions.reverse.policies import (IID, EntropySum, FixedOrder, Threshold, TopK, Balanced, parse_policy)
+from mdmt.constructions.reverse.policies import IID, EntropySum, FixedOrder, Threshold, parse_policy
 from mdmt.constructions.reverse.policy_sampler import teacher_forced_estimate
-from mdmt.constructions.reverse.schedules import expected_nfe, reveal_probabilities
+from mdmt.constructions.reverse.schedules import expected_nfe
 from mdmt.constructions.validation import positive_int
 
 SER_POLICIES = ("iid,uniform,confidence,margin,entropy,threshold:0.5,threshold:0.3,entropy-sum:0.5,entropy-sum:1,"

@@ -1,4 +1,4 @@
-"""The bound atlas: every bound holds where its assumptions do, is tight where it should be, and its failures are the documented ones."""
+"""The bound atlas: each bound holds where its assumptions do, is tight where it should be, and fails only as documented."""
 
 import json
 import math
@@ -63,6 +63,7 @@ def test_profile_closed_forms_for_unbalanced_and_random_sizes():
 def test_random_sizes_rates_hold_on_worst_case_profiles():
     """The explicit TC and DTC rates hold for every concave profile: check them on profiles concentrated at each slot
     (delta(r) = 1 at one r), the extreme points of the cone, for several L and N."""
+    worst = {"tc": 0.0, "dtc": 0.0}
     for L in (4, 9, 30):
         for N in (2, 3, 8, 20):
             for r0 in range(L - 1):
@@ -74,7 +75,11 @@ def test_random_sizes_rates_hold_on_worst_case_profiles():
                 for law, bound in (("tc", random_sizes_bound(L, N, "tc", tc, dtc)),
                                    ("dtc", random_sizes_bound(L, N, "dtc", tc, dtc))):
                     if bound is not None:
-                        assert random_sizes_kl(f, N, law) <= bound + 1e-12, (L, N, r0, law)
+                        e = random_sizes_kl(f, N, law)
+                        assert e <= bound + 1e-12, (L, N, r0, law)
+                        worst[law] = max(worst[law], e / bound)
+    # and the constants are not loose by more than 2.2 (tc) and 1.4 (dtc) on this grid (measured: 0.47 and 0.74)
+    assert worst["tc"] > 0.45 and worst["dtc"] > 0.7
 
 
 def test_tight_instances():
@@ -107,7 +112,7 @@ def test_atlas_command(tmp_path, capsys):
     assert main(["atlas", "--language", "preset:2gram", "--length", "3", "--steps", "2", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert {r["process"] for r in res["rows"]} >= {"iid", "uniform", "confidence", "stride"}
-    assert main(["atlas", "--language", "interval:2", "-L", "4", "-N", "2", "--processes", "iid,stride",
+    assert main(["atlas", "--language", "interval:2", "-L", "4", "-N", "2", "--processes", "iid,uniform,random:tc,stride",
                  "--out", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     assert "pb_lower" in text and "iid" in text

@@ -17,7 +17,7 @@ from mdmt.constructions.reverse.policies import (IID, Balanced, EntropySum, Fixe
 from mdmt.constructions.reverse.policy_exact import exact_policy_law, teacher_forced
 from mdmt.constructions.reverse.policy_sampler import sample_policy, teacher_forced_estimate
 from mdmt.constructions.reverse.schedules import reveal_probabilities, reveal_rates
-from mdmt.constructions.reverse.tables import build_tables, denoiser_table
+from mdmt.constructions.reverse.tables import build_tables
 
 from .reference import all_sequences, hmm_joint, masked_marginal, policy_law_by_trajectories, random_size_law, reference_rule
 
@@ -65,7 +65,7 @@ POLICIES = ["iid", "uniform", "confidence", "margin", "entropy", "threshold:0.8"
 def test_exact_law_equals_brute_force_trajectories(spec, lang_name):
     """p on V^L and E[NFE] from the numba chain equal the enumeration of every trajectory (tests/reference.py)."""
     lang, L = (NGRAM, 4) if lang_name == "ngram" else (HMM3, 3)
-    S, V = lang.to_hmm().n_states, lang.n_symbols
+    V = lang.n_symbols
     X = all_sequences(V, L)
     H = lang.to_hmm()
     q = hmm_joint(H.startprob_, H.transmat_, H.emissionprob_, L)
@@ -75,7 +75,6 @@ def test_exact_law_equals_brute_force_trajectories(spec, lang_name):
     law = exact_policy_law(lang, L, pol, support_only=False)
     np.testing.assert_allclose(law.result.p, p_ref, atol=1e-12)
     assert law.expected_nfe == pytest.approx(nfe_ref, abs=1e-12)
-    del S
 
 
 @pytest.mark.parametrize("spec", ["confidence", "threshold:0.7", "stride", "uniform"])

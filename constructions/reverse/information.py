@@ -29,8 +29,6 @@ Three ways, chosen by ``information_quantities(method="auto")``:
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import scipy.sparse as sp
 

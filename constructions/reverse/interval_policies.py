@@ -37,17 +37,10 @@ import math
 import numpy as np
 
 from ..validation import as_rng, positive_int
-from .policies import FIXED, NO_SCORE, RATE, SIZE, Policy, score_table
-from .policy_sampler import select_positions
+from .policies import Policy, score_table
+from .policy_sampler import is_adaptive, reveal_loop, select
+from .interval_closed_forms import _check
 from .schedules import log_convolve
-
-
-def _check(l: int, L: int) -> tuple[int, int]:
-    l = positive_int("interval length l", l, minimum=2)
-    L = positive_int("L", L)
-    if L % l:
-        raise ValueError(f"sequence length L={L} is not a multiple of the interval length l={l}")
-    return l, L
 
 
 def same_step_pairs(l: int, order) -> int:
@@ -134,42 +127,26 @@ def pattern_run(l: int, L: int, policy: Policy, num: int, seed=None) -> tuple[np
     On the support the oracle's marginals depend only on which positions are revealed (a masked
     position has f = #masked partners free bits), so the policy's choices do too, and given the
     sequence of reveal sets the probability that every pair agrees is exactly 2^(-same-step pairs).
-    Each run draws one reveal trajectory with the policy's own rule (:func:`.policy_sampler.select_positions`,
-    seeded keys) and returns that conditional probability: its mean is the exact 1 - SER (a
-    Rao-Blackwellised Monte Carlo estimate; exact when the trajectory is deterministic).
+    Each run draws one reveal trajectory with the policy's own rule (:func:`.policy_sampler.select`,
+    seeded keys, the loop of :func:`.policy_sampler.reveal_loop`) and returns that conditional
+    probability: its mean is the exact 1 - SER (a Rao-Blackwellised Monte Carlo estimate; exact when
+    the trajectory is deterministic).
     """
     l, L = _check(l, L)
     num = positive_int("num", num)
     rng = as_rng(seed)
     K = L // l
-    plan, k_rows = policy.sampling_plan(L, num, rng)
-    by_f = oracle_scores_by_free_bits(l, plan.score) if plan.score != NO_SCORE else None
-    revealed = np.zeros((num, L), dtype=bool)
     log_w = np.zeros(num)
-    nfe = np.zeros(num, dtype=np.int64)
-    no_score = np.zeros((1, L))
-    in_step = np.zeros(L, dtype=bool)
-    for j in range(plan.steps):
-        if revealed.all():
-            break
-        keys = rng.random((num, L))
-        mode = int(plan.mode[j])
-        if plan.order is not None:
-            in_step = plan.order == j + 1
-        masked = ~revealed
-        S = np.zeros((num, L), dtype=bool)
-        if by_f is not None and mode not in (RATE, SIZE, FIXED):
+
+    def choose(plan, j, k, masked, keys, in_step):
+        score = None
+        if is_adaptive(int(plan.mode[j])):
             f = np.repeat(masked.reshape(num, K, l).sum(axis=2) - 1, l, axis=1)
-            score = np.ascontiguousarray(by_f[np.clip(f, 0, l - 1)])
-            select_positions(mode, k_rows[:, j], 0.0, True, score, masked, keys, in_step, float(plan.tau),
-                             float(plan.gamma), S)
-        else:
-            select_positions(mode, k_rows[:, j], float(plan.rate[j]), False, no_score, masked, keys, in_step, 0.0,
-                             0.0, S)
+            score = oracle_scores_by_free_bits(l, plan.score)[np.clip(f, 0, l - 1)]
+        S = select(plan, j, k, masked, keys, in_step, score)
         c = S.reshape(num, K, l).sum(axis=2)
-        log_w -= (c * (c - 1) // 2).sum(axis=1) * math.log(2)
-        nfe += S.any(axis=1)
-        revealed |= S
-    if not revealed.all():
-        raise ValueError(f"policy {policy.spec!r} left positions masked after its {plan.steps} steps")
+        log_w[:] -= (c * (c - 1) // 2).sum(axis=1) * math.log(2)
+        return S
+
+    nfe, _ = reveal_loop(policy, L, num, rng, choose)
     return np.exp(log_w), nfe

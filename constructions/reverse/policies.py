@@ -374,18 +374,24 @@ def _until_done(mode, L, steps, **kw) -> Plan:
     return Plan(mode_arr, k, np.zeros(n), **kw)
 
 
+def _parameter(what: str, value, ok) -> float:
+    """A float parameter accepted by ``ok``; otherwise a ValueError naming ``what`` and the value."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if not (math.isfinite(v) and ok(v)):
+        raise ValueError(f"{what}, got {value!r}")
+    return v
+
+
 class Threshold(Policy):
     """Reveal every masked position with confidence > tau, at least one (the most confident)."""
 
     adaptive = True
 
     def __init__(self, tau: float, steps: int | None = None):
-        try:
-            t = float(tau)
-        except (TypeError, ValueError):
-            raise ValueError(f"confidence threshold tau must be a number in [0, 1), got {tau!r}") from None
-        if not 0.0 <= t < 1.0:
-            raise ValueError(f"confidence threshold tau must be in [0, 1), got {tau!r}")
+        t = _parameter("confidence threshold tau must be in [0, 1)", tau, lambda v: 0.0 <= v < 1.0)
         self.tau, self.steps = t, steps
         self.spec = f"threshold:{t:g}"
 
@@ -399,12 +405,7 @@ class EntropySum(Policy):
     adaptive = True
 
     def __init__(self, gamma: float, steps: int | None = None):
-        try:
-            g = float(gamma)
-        except (TypeError, ValueError):
-            raise ValueError(f"entropy budget gamma must be a positive number (nats), got {gamma!r}") from None
-        if not (math.isfinite(g) and g > 0):
-            raise ValueError(f"entropy budget gamma must be a positive number (nats), got {gamma!r}")
+        g = _parameter("entropy budget gamma must be a positive number (nats)", gamma, lambda v: v > 0)
         self.gamma, self.steps = g, steps
         self.spec = f"entropy-sum:{g:g}"
 

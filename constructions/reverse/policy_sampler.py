@@ -73,48 +73,68 @@ def select_positions(mode, k_rows, rate, has_score, score, masked, keys, in_step
                     out[b, tied[order[t]]] = True
 
 
-def _probs(den, X, V):
-    P = np.asarray(den(X), dtype=np.float64)
-    if P.ndim != 3 or P.shape != (X.shape[0], X.shape[1], V):
-        raise ValueError(f"denoiser returned shape {P.shape}, expected ({X.shape[0]}, {X.shape[1]}, {V})")
-    return P
+def select(plan, j: int, k, masked, keys, in_step, score=None) -> np.ndarray:
+    """S_j (bool (B, L)) of step j for rows with masked positions ``masked``: the policy's rule, ties by smallest keys.
+
+    ``score`` (float (B, L)) is needed by the adaptive rules only.
+    """
+    S = np.zeros(masked.shape, dtype=bool)
+    has = score is not None
+    select_positions(int(plan.mode[j]), np.asarray(k, dtype=np.int64), float(plan.rate[j]), has,
+                     np.ascontiguousarray(score) if has else np.zeros((1, masked.shape[1])), masked, keys, in_step,
+                     float(plan.tau), float(plan.gamma), S)
+    return S
 
 
-def _run(language, L: int, policy: Policy, num: int, den, rng, batch: int, x_true=None):
-    """The step loop shared by the sampler (x_true None) and the teacher-forced estimate."""
-    V = language.n_symbols
+def is_adaptive(mode: int) -> bool:
+    """Whether a step's rule reads the denoiser's marginals."""
+    return mode not in (RATE, SIZE, FIXED)
+
+
+def reveal_loop(policy: Policy, L: int, num: int, rng, choose):
+    """The step loop of every Monte Carlo evaluator of a policy; returns (NFE, reveal step) per sequence.
+
+    Draws the policy's random sizes, then at every step one uniform key per position;
+    ``choose(plan, j, k, masked, keys, in_step)`` returns S_j (bool (num, L)) and does the step's work.
+    """
     plan, k_rows = policy.sampling_plan(L, num, rng)
-    X = np.full((num, L), MASK, dtype=np.int64)
     revealed = np.zeros((num, L), dtype=bool)
     reveal_step = np.zeros((num, L), dtype=np.int64)
     nfe = np.zeros(num, dtype=np.int64)
-    logp = np.zeros(num)
-    no_score = np.zeros((1, L))
     in_step = np.zeros(L, dtype=bool)
     for j in range(plan.steps):
         if revealed.all():
             break
         keys = rng.random((num, L))
-        U = rng.random((num, L))
-        mode = int(plan.mode[j])
         if plan.order is not None:
             in_step = plan.order == j + 1
-        masked = ~revealed
-        S = np.zeros((num, L), dtype=bool)
-        adaptive = mode not in (RATE, SIZE, FIXED)
-        if not adaptive:
-            select_positions(mode, k_rows[:, j], float(plan.rate[j]), False, no_score, masked, keys, in_step, 0.0, 0.0, S)
-            rows = np.flatnonzero(S.any(axis=1))
-        else:
-            rows = np.flatnonzero(masked.any(axis=1))
+        S = choose(plan, j, k_rows[:, j], ~revealed, keys, in_step)
+        nfe += S.any(axis=1)
+        reveal_step[S] = j + 1
+        revealed |= S
+    if not revealed.all():
+        raise ValueError(f"policy {policy.spec!r} left positions masked after its {plan.steps} steps")
+    return nfe, reveal_step
+
+
+def _run(language, L: int, policy: Policy, num: int, den, rng, batch: int, x_true=None):
+    """The sampler (x_true None) and the teacher-forced estimate: one uniform per position per step for the tokens."""
+    V = language.n_symbols
+    X = np.full((num, L), MASK, dtype=np.int64)
+    logp = np.zeros(num)
+
+    def choose(plan, j, k, masked, keys, in_step):
+        U = rng.random((num, L))
+        adaptive = is_adaptive(int(plan.mode[j]))
+        S = np.zeros((num, L), dtype=bool) if adaptive else select(plan, j, k, masked, keys, in_step)
+        rows = np.flatnonzero((masked if adaptive else S).any(axis=1))
         for s in range(0, len(rows), batch):
             r = rows[s:s + batch]
-            P = _probs(den, X[r], V)
+            P = np.asarray(den(X[r]), dtype=np.float64)
+            if P.shape != (len(r), L, V):
+                raise ValueError(f"denoiser returned shape {P.shape}, expected ({len(r)}, {L}, {V})")
             if adaptive:
-                Sr = np.zeros((len(r), L), dtype=bool)
-                select_positions(mode, k_rows[r, j], 0.0, True, np.ascontiguousarray(score_table(P, plan.score)), masked[r],
-                        keys[r], in_step, float(plan.tau), float(plan.gamma), Sr)
-                S[r] = Sr
+                S[r] = select(plan, j, k[r], masked[r], keys[r], in_step, score_table(P, plan.score))
             rr, cc = np.nonzero(S[r])
             if x_true is None:
                 X[r[rr], cc] = draw_tokens(P[rr, cc], U[r[rr], cc])
@@ -122,11 +142,9 @@ def _run(language, L: int, policy: Policy, num: int, den, rng, batch: int, x_tru
                 with np.errstate(divide="ignore"):
                     np.add.at(logp, r[rr], np.log(P[rr, cc, x_true[r[rr], cc]]))
                 X[r[rr], cc] = x_true[r[rr], cc]
-        nfe[rows] += S[rows].any(axis=1)
-        reveal_step[S] = j + 1
-        revealed |= S
-    if not revealed.all():
-        raise ValueError(f"policy {policy.spec!r} left positions masked after its {plan.steps} steps")
+        return S
+
+    nfe, reveal_step = reveal_loop(policy, L, num, rng, choose)
     return X, nfe, reveal_step, logp
 
 

@@ -19,6 +19,14 @@ def _policy(p, default="confidence"):
                         "unless --steps caps them")
 
 
+def _instance(p):
+    """--language, --length, --steps (optional) and --policy."""
+    add_language(p)
+    add_length(p)
+    add_steps(p, required=False)
+    _policy(p)
+
+
 def _outputs(p, what):
     p.add_argument("--out", help=f"write {what}.csv, {what}.json (with provenance) and {what}.png into this folder")
     add_json(p)
@@ -31,10 +39,7 @@ def add_arguments(p):
     sub.required = True
     s = sub.add_parser("sample", help="run a policy's sampler at any L: SER, generative perplexity, NFE",
                        description="run a policy's Monte Carlo sampler with the oracle (or a trained MDM) at any L")
-    add_language(s)
-    add_length(s)
-    add_steps(s, required=False)
-    _policy(s)
+    _instance(s)
     add_num(s, 1000, "samples")
     add_seed(s)
     s.add_argument("--checkpoint", help="a trained MDM checkpoint (mdmt train) as the denoiser instead of the oracle")
@@ -42,10 +47,7 @@ def add_arguments(p):
     add_json(s)
     e = sub.add_parser("exact", help="exact output law of a policy at small L: KL, SER, E[NFE], TC and learning terms",
                        description="exact output law of a policy (enumeration over trajectories, small L)")
-    add_language(e)
-    add_length(e)
-    add_steps(e, required=False)
-    _policy(e)
+    _instance(e)
     add_json(e)
     r = sub.add_parser("ser", help="SER of each policy on the interval HMM against N and L, beside Theorem 4.4",
                        description="SER on the interval HMM (oracle) per policy: against N at one length, and the "
@@ -165,13 +167,19 @@ def _ser(args) -> int:
                 mins.append({"l": l, "L": K * l, "policy": spec, **min_steps_ser(l, K * l, spec, target, args.num,
                                                                                   args.seed)})
     res = {"target": target, "curve_length": Lc, "curves": curves, "min_steps": mins}
+    return _report(args, res, _write_ser, f"smallest N with SER <= {target} (NFE in brackets; '-' = not reached):",
+                   ["l", "policy"] + [f"L={K}l" for K in Ks], lambda: _pivot(mins, ls, specs, Ks))
+
+
+def _report(args, res, write, title, header, rows) -> int:
+    """Write the files (--out), then print JSON (--json) or the title and the table."""
     if args.out:
-        _write_ser(res, args.out, args.provenance)
+        write(res, args.out, args.provenance)
     if args.json:
         print_json(res)
         return 0
-    print(f"smallest N with SER <= {target} (NFE in brackets; '-' = not reached):")
-    print(format_table(["l", "policy"] + [f"L={K}l" for K in Ks], _pivot(mins, ls, specs, Ks)))
+    print(title)
+    print(format_table(header, rows()))
     return 0
 
 
@@ -204,25 +212,23 @@ def _ter(args) -> int:
             rows.append({"language": spec, "L": L, "policy": p,
                          **min_steps_ter(lang, L, p, target, args.num, args.seed)})
     res = {"language": spec, "target": target, "rows": rows}
-    if args.out:
-        _write_ter(res, args.out, args.provenance)
-    if args.json:
-        print_json(res)
-        return 0
-    print(f"{spec}: smallest N (mean NFE) whose bound on KL/L is <= {target} nats/token ('-' = not reached):")
-    table = []
-    for p in specs:
-        cells = []
-        for L in lengths:
-            r = next(r for r in rows if r["L"] == L and r["policy"] == p)
-            if r["nfe"] is None or r["ci"] is None or r["ci"][1] > target:
-                cells.append("-")
-            else:
-                lead = r["steps"] if r["steps"] is not None else f"{r['parameter']}:"
-                cells.append(f"{lead}[{r['nfe']:.3g}]")
-        table.append([p] + cells)
-    print(format_table(["policy"] + [f"L={L}" for L in lengths], table))
-    return 0
+
+    def table():
+        out = []
+        for p in specs:
+            cells = []
+            for L in lengths:
+                r = next(r for r in rows if r["L"] == L and r["policy"] == p)
+                if r["nfe"] is None or r["ci"] is None or r["ci"][1] > target:
+                    cells.append("-")
+                else:
+                    lead = r["steps"] if r["steps"] is not None else f"{r['parameter']}:"
+                    cells.append(f"{lead}[{r['nfe']:.3g}]")
+            out.append([p] + cells)
+        return out
+
+    return _report(args, res, _write_ter, f"{spec}: smallest N (mean NFE) whose bound on KL/L is <= {target} nats/token "
+                   "('-' = not reached):", ["policy"] + [f"L={L}" for L in lengths], table)
 
 
 def _save(res, out, name, provenance):
@@ -249,6 +255,13 @@ def _csv(path, rows, keys):
         w.writerows([clean(r) for r in rows])
 
 
+def _colors(keys):
+    import matplotlib.pyplot as plt
+
+    palette = [plt.get_cmap("tab10")(i) for i in range(10)] + [plt.get_cmap("Dark2")(i) for i in range(8)]
+    return {k: palette[i % len(palette)] for i, k in enumerate(keys)}
+
+
 def _write_ser(res, out, provenance):
     import matplotlib
 
@@ -259,34 +272,47 @@ def _write_ser(res, out, provenance):
     _csv(folder / "adaptive_ser.csv", res["curves"] + res["min_steps"],
          ["l", "L", "policy", "N", "steps", "ser", "ci", "nfe", "method", "reached", "theorem44_lower"])
     ls = sorted({r["l"] for r in res["curves"]})
-    fig, axes = plt.subplots(2, len(ls), figsize=(4.6 * len(ls), 7.6), squeeze=False)
+    specs = list(dict.fromkeys(r["policy"] for r in res["curves"] + res["min_steps"]))
+    color = _colors(specs)
+    fig, axes = plt.subplots(2, len(ls), figsize=(4.4 * len(ls) + 2.2, 7.6), squeeze=False)
     for c, l in enumerate(ls):
         ax = axes[0, c]
-        for spec in dict.fromkeys(r["policy"] for r in res["curves"]):
+        for spec in specs:
             rs = [r for r in res["curves"] if r["l"] == l and r["policy"] == spec]
+            if not rs:
+                continue
+            label = "iid (Theorem 4.4 setting), exact" if spec.startswith("iid") else spec
             if len(rs) == 1 and rs[0]["N"] is None:
-                ax.plot([rs[0]["nfe"]], [rs[0]["ser"]], "*", ms=9, label=spec)
+                ax.plot([rs[0]["nfe"]], [rs[0]["ser"]], "*", ms=10, color=color[spec], label=label)
             else:
-                ax.plot([r["nfe"] for r in rs], [r["ser"] for r in rs], marker="o", ms=3, label=spec)
+                ax.plot([r["nfe"] for r in rs], [r["ser"] for r in rs], marker="o", ms=3, color=color[spec],
+                        label=label)
             if spec.startswith("iid"):
                 ax.plot([r["nfe"] for r in rs], [r["theorem44_lower"] for r in rs], "k--", lw=1,
-                        label="Thm 4.4 lower bound (eps=0)")
-        ax.axhline(res["target"], color="gray", ls=":")
+                        label="Theorem 4.4 lower bound, eps = 0")
+        ax.axhline(res["target"], color="gray", ls=":", lw=1)
         ax.set_xscale("log")
-        ax.set_xlabel("NFE (= N for fixed-size rules)")
-        ax.set_ylabel("SER (oracle)")
+        ax.set_xlabel("NFE (N for fixed-size rules; E[NFE] for i.i.d.)")
+        ax.set_ylabel("SER, oracle denoiser")
         ax.set_title(f"interval HMM l={l}, L={res['curve_length']}", fontsize=9)
-        if c == 0:
-            ax.legend(fontsize=6)
         ax = axes[1, c]
-        for spec in dict.fromkeys(r["policy"] for r in res["min_steps"]):
+        Ls = sorted({r["L"] for r in res["min_steps"] if r["l"] == l})
+        for spec in specs:
             rs = [r for r in res["min_steps"] if r["l"] == l and r["policy"] == spec and r["reached"]]
             if rs:
-                ax.loglog([r["L"] for r in rs], [r["nfe"] for r in rs], marker="o", ms=3, label=spec)
+                ax.plot([r["L"] for r in rs], [r["nfe"] for r in rs], marker="o", ms=3, color=color[spec])
+        ax.plot(Ls, Ls, "k:", lw=1, label="NFE = L")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks(Ls, [str(L) for L in Ls], fontsize=7)
+        ax.minorticks_off()
         ax.set_xlabel("L")
         ax.set_ylabel(f"NFE at the smallest N with SER <= {res['target']}")
-        ax.set_title(f"l={l}", fontsize=9)
-    fig.tight_layout()
+        ax.set_title(f"l={l}: cost of SER <= {res['target']} against L", fontsize=9)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    h2, l2 = axes[1, 0].get_legend_handles_labels()
+    fig.legend(handles + h2, labels + l2, loc="center right", fontsize=7)
+    fig.tight_layout(rect=(0, 0, 1 - 2.0 / (4.4 * len(ls) + 2.2), 1))
     fig.savefig(folder / "adaptive_ser.png", dpi=120)
     plt.close(fig)
 
@@ -300,12 +326,20 @@ def _write_ter(res, out, provenance):
     folder = _save(res, out, "adaptive_ter", provenance)
     _csv(folder / "adaptive_ter.csv", res["rows"],
          ["language", "L", "policy", "steps", "parameter", "kl_per_token", "ci", "nfe"])
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for p in dict.fromkeys(r["policy"] for r in res["rows"]):
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    specs = list(dict.fromkeys(r["policy"] for r in res["rows"]))
+    color = _colors(specs)
+    Ls = sorted({r["L"] for r in res["rows"]})
+    for p in specs:
         rs = [r for r in res["rows"] if r["policy"] == p and r["nfe"] is not None and r["ci"] is not None
               and r["ci"][1] <= res["target"]]
         if rs:
-            ax.loglog([r["L"] for r in rs], [r["nfe"] for r in rs], marker="o", ms=3, label=p)
+            ax.plot([r["L"] for r in rs], [r["nfe"] for r in rs], marker="o", ms=3, color=color[p], label=p)
+    ax.plot(Ls, Ls, "k:", lw=1, label="NFE = L")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(Ls, [str(L) for L in Ls])
+    ax.minorticks_off()
     ax.set_xlabel("L")
     ax.set_ylabel(f"mean NFE reaching KL/L <= {res['target']}")
     ax.set_title(res["language"], fontsize=9)

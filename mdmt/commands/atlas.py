@@ -72,9 +72,9 @@ def _write(res: dict, out: str, provenance: dict) -> None:
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     res["provenance"] = provenance
-    keys = list(COLUMNS) + [k for k in res["rows"][0] if k not in COLUMNS]
+    keys = list(COLUMNS) + [k for k in dict.fromkeys(k for r in res["rows"] for k in r) if k not in COLUMNS]
     with open(folder / "atlas.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
+        w = csv.DictWriter(fh, fieldnames=keys, restval="")
         w.writeheader()
         w.writerows([clean(r) for r in res["rows"]])
     (folder / "atlas.json").write_text(json.dumps(clean(res), indent=1, allow_nan=False) + "\n")
