@@ -92,6 +92,16 @@ def test_closed_forms_at_large_length_by_trajectories():
     assert np.all(w == 1.0) and np.all(nfe == entropy_sum_nfe(l, L, 0.3))
 
 
+def test_just_outside_the_safe_ranges_every_interval_collides_once():
+    """tau in [1/4, 1/2), gamma in [log 2, 2 log 2): each trajectory has exactly one same-step pair per interval."""
+    for l in (3, 4, 5):
+        L = 10 * l
+        for pol in (Threshold(0.3), Threshold(0.26), EntropySum(0.7), EntropySum(1.3)):
+            w, _ = pattern_run(l, L, pol, 50, seed=1)
+            np.testing.assert_allclose(w, 2.0 ** -(L // l), rtol=1e-12)
+    assert exact_policy_law(H3, 6, Threshold(0.3)).result.ser == pytest.approx(1 - 2.0 ** -2, abs=1e-12)
+
+
 @pytest.mark.parametrize("spec", ["uniform", "confidence", "margin", "threshold:0.3", "random:dtc", "iid"])
 def test_trajectory_monte_carlo_agrees_with_the_exact_law(spec):
     L = 6

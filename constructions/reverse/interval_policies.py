@@ -26,8 +26,10 @@ reveal rule, SER = 1 - E[2^(-P)] with P the number of same-step pairs.  From thi
   token per step (SER = 0) and the last position of an interval rides with the first of the next:
   NFE = (L/l)(l - 1) + 1 exactly.
 
-Outside these ranges (tau < 1/2, gamma >= log 2) two undetermined positions of one interval
-(both with f = 1) are revealed together, which docs/adaptive.md measures.
+Just outside these ranges, tau in [1/4, 1/2) or gamma in [log 2, 2 log 2), one interval is open at a
+time and its last two undetermined positions (f = 1: confidence 1/2, entropy log 2) are revealed
+together: exactly one colliding pair per interval, SER = 1 - 2^(-L/l) exactly.  Further out more is
+revealed at once; docs/adaptive.md measures it.
 """
 
 from __future__ import annotations

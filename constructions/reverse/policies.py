@@ -258,10 +258,6 @@ class Sizes(Policy):
     def expected_nfe(self, L):
         return float(len(self.sizes))
 
-    @property
-    def s_max(self) -> int:
-        return int(self.sizes.max())
-
 
 class Balanced(Sizes):
     """Balanced sizes over N steps (SPEC ``uniform``); the sizes are fixed once L is known."""
