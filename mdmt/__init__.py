@@ -25,6 +25,9 @@ Exact evaluators
     ``learning_error``, ``oracle_ser``, ``ser_lower_bound``, ``expected_dependencies``, ``chain_bound``
 The oracle sampler
     ``sample_mdm``, ``sample_metrics``, ``assignment_kl_estimate``, ``SampleResult``
+Policies beyond i.i.d. reveal steps (docs/atlas.md, docs/adaptive.md)
+    ``parse_policy``, ``exact_policy_law``, ``teacher_forced``, ``sample_policy``, ``teacher_forced_estimate``,
+    ``IntervalOracle``, ``information_quantities``, ``atlas``
 Theorem statements and the main job
     ``STATEMENTS`` (the sympy statements of Lemmas A.1-A.3, B.10/B.11 and Theorems 4.2-4.4), ``verify``
 """
@@ -70,6 +73,14 @@ _API = {
     "expected_dependencies": "mdmt.bounds.dependencies",
     "chain_bound": "mdmt.bounds.dependencies",
     "verify": "mdmt.bounds.verify",
+    "parse_policy": "mdmt.constructions.reverse.policies",
+    "exact_policy_law": "mdmt.constructions.reverse.policy_exact",
+    "teacher_forced": "mdmt.constructions.reverse.policy_exact",
+    "sample_policy": "mdmt.constructions.reverse.policy_sampler",
+    "teacher_forced_estimate": "mdmt.constructions.reverse.policy_sampler",
+    "IntervalOracle": "mdmt.constructions.reverse.interval_oracle",
+    "information_quantities": "mdmt.constructions.reverse.information",
+    "atlas": "mdmt.bounds.atlas",
 }
 _RENAMED = {"STATEMENTS": ("mdmt.bounds.statements", "ALL")}
 

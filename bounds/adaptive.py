@@ -1,0 +1,123 @@
+"""The SER and TER questions for policies beyond i.i.d. reveal steps (Theorems 4.2 and 4.4 of the paper, revisited).
+
+SER on the interval HMM (Theorem 4.4, Example C.7), oracle denoiser, per policy:
+
+* i.i.d. reveal steps (the theorem's setting): the exact closed form 1 - rho^(L/l)
+  (:mod:`mdmt.constructions.reverse.interval_closed_forms`) -- the Theorem 4.4 curve;
+* fixed orders (stride, blocks): the exact closed form 1 - 2^(-same-step pairs);
+* every other policy: :func:`~mdmt.constructions.reverse.interval_policies.pattern_run`, a Monte Carlo
+  average over the policy's reveal trajectories of the exact probability that every pair agrees,
+  with a Student-t interval (exact when the trajectory is deterministic).
+
+``ser_point`` evaluates one (l, L, policy, N); ``min_steps_ser`` finds the smallest N whose SER
+is at most a target (bisection on N: exact for the closed forms; for Monte Carlo points the
+decision uses the point estimate, and the interval at the answer is reported).
+
+TER on an n-gram (Theorem 4.2): the Monte Carlo upper bound E[log q(x) - log p_traj(x)]/L on the
+per-token KL (:func:`~mdmt.constructions.reverse.policy_sampler.teacher_forced_estimate`, x ~ q,
+the policy's own choices); ``min_steps_ter`` finds the smallest N on a doubling grid whose
+bound (upper end of its interval) meets the target, and for threshold / entropy-sum the smallest
+mean NFE over their parameter grids.
+"""
+
+from __future__ import annotations
+
+from mdmt.constructions.confidence import mean_interval
+from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, ser_lower_bound
+from mdmt.constructions.reverse.interval_policies import fixed_order_ser, pattern_run
+from mdmt.constructions.reverse.policies import IID, EntropySum, FixedOrder, Threshold, parse_policy
+from mdmt.constructions.reverse.policy_sampler import teacher_forced_estimate
+from mdmt.constructions.reverse.schedules import expected_nfe
+from mdmt.constructions.validation import positive_int
+
+SER_POLICIES = ("iid,uniform,confidence,margin,entropy,threshold:0.5,threshold:0.3,entropy-sum:0.5,entropy-sum:1,"
+                "stride,blocks")
+TER_POLICIES = "iid,uniform,random:tc,confidence,margin,entropy,stride,blocks"
+THRESHOLD_GRID = (0.5, 0.7, 0.9, 0.95, 0.99)
+GAMMA_GRID = (0.05, 0.2, 0.5, 1.0, 2.0, 4.0)
+
+
+def needs_steps(spec: str) -> bool:
+    """Whether a policy SPEC takes the number of steps N (threshold and entropy-sum run until done)."""
+    return not spec.startswith(("threshold", "entropy-sum"))
+
+
+def max_steps(spec: str, L: int) -> int:
+    """The largest N a policy accepts at length L (fixed sizes reveal at least one position per step)."""
+    return 1 << 40 if spec.startswith("iid") else L
+
+
+def ser_point(l: int, L: int, spec: str, N: int | None = None, num: int = 2000, seed=0) -> dict:
+    """SER of one policy on the interval HMM with the oracle: keys ser, ci, nfe, method."""
+    pol = parse_policy(spec, N)
+    if isinstance(pol, IID):
+        pi = pol.pi
+        s = oracle_ser(l, L, pi)
+        return {"ser": s, "ci": [s, s], "nfe": expected_nfe(pi, L), "method": "closed form",
+                "theorem44_lower": ser_lower_bound(l, L, pi, 0.0)}
+    if isinstance(pol, FixedOrder):
+        s = fixed_order_ser(l, pol.order(L))
+        return {"ser": s, "ci": [s, s], "nfe": pol.expected_nfe(L), "method": "closed form"}
+    w, nfe = pattern_run(l, L, pol, num, seed)
+    m, a, b = mean_interval(w)
+    return {"ser": max(0.0, 1.0 - m), "ci": [max(0.0, 1.0 - b), min(1.0, 1.0 - a)], "nfe": float(nfe.mean()),
+            "method": f"Monte Carlo over reveal trajectories ({num})" if a < b else "exact (deterministic trajectory)"}
+
+
+def min_steps_ser(l: int, L: int, spec: str, target: float = 0.1, num: int = 2000, seed=0) -> dict:
+    """The smallest N with SER <= target (bisection after doubling); for threshold/entropy-sum the one run's NFE."""
+    if not needs_steps(spec):
+        p = ser_point(l, L, spec, None, num, seed)
+        return {"steps": None, **p, "reached": p["ser"] <= target}
+    cap = max_steps(spec, L)
+    ok = lambda N: ser_point(l, L, spec, N, num, seed)["ser"] <= target  # noqa: E731
+    hi = 1
+    while not ok(hi):
+        if hi >= cap:
+            return {"steps": None, **ser_point(l, L, spec, cap, num, seed), "reached": False}
+        hi = min(2 * hi, cap)
+    lo = hi // 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return {"steps": hi, **ser_point(l, L, spec, hi, num, seed), "reached": True}
+
+
+def ser_curve(l: int, L: int, specs, steps, num: int = 2000, seed=0) -> list[dict]:
+    """SER against N at one L for every policy (threshold/entropy-sum: one point at their own NFE)."""
+    rows = []
+    for spec in specs:
+        grid = [None] if not needs_steps(spec) else [N for N in steps if N <= max_steps(spec, L)]
+        for N in grid:
+            rows.append({"l": l, "L": L, "policy": spec, "N": N, **ser_point(l, L, spec, N, num, seed)})
+    return rows
+
+
+def _ter_point(language, L, pol, num, seed):
+    est = teacher_forced_estimate(language, L, pol, num, seed=seed)
+    return est["kl_per_token_nats"], est["ci"], est["nfe_mean"]
+
+
+def min_steps_ter(language, L: int, spec: str, target: float, num: int = 256, seed=0) -> dict:
+    """Smallest N = 1, 2, 4, ... whose TER bound's interval lies below ``target`` (nats/token).
+
+    Threshold (entropy-sum): the smallest mean NFE over ``THRESHOLD_GRID`` (``GAMMA_GRID``) that meets it.
+    """
+    L = positive_int("L", L)
+    if not needs_steps(spec):
+        kind = spec.split(":")[0]
+        best = None
+        for v in (THRESHOLD_GRID if kind == "threshold" else GAMMA_GRID):
+            pol = Threshold(v) if kind == "threshold" else EntropySum(v)
+            m, ci, nfe = _ter_point(language, L, pol, num, seed)
+            if ci[1] <= target and (best is None or nfe < best["nfe"]):
+                best = {"steps": None, "parameter": v, "kl_per_token": m, "ci": ci, "nfe": nfe}
+        return best or {"steps": None, "parameter": None, "kl_per_token": None, "ci": None, "nfe": None}
+    N = 1
+    while True:
+        m, ci, nfe = _ter_point(language, L, parse_policy(spec, N), num, seed)
+        if ci[1] <= target:
+            return {"steps": N, "parameter": None, "kl_per_token": m, "ci": ci, "nfe": nfe}
+        if N >= max_steps(spec, L):
+            return {"steps": None, "parameter": None, "kl_per_token": m, "ci": ci, "nfe": nfe}
+        N = min(2 * N, max_steps(spec, L))

@@ -1,0 +1,196 @@
+"""The bound atlas: on one small instance, the exact KL(q || p) of every reverse process beside the published bounds.
+
+For a language, a length L and N steps, each process of :mod:`mdmt.constructions.reverse.policies`
+gets one row with, all exact (enumeration over trajectories, docs/atlas.md):
+
+``kl``                the exact KL(q || p) of the output law (nats), ``ser``, ``expected_nfe``;
+``assignment_kl``     E_{x~q, traj|x}[log q(x) - log p_traj(x)] >= kl, split into
+``total_correlation`` E sum_j TC(X_{S_j} | x_{U_j}) and ``learning`` (C2 of docs/theorems.md);
+``chain_bound``       Feng et al.'s chain (C4): log|V| E[sum_j D_j] + learning, n-grams only.  For the
+                      paper's i.i.d. reveal steps this is ``mdmt.bounds.dependencies.chain_bound`` with
+                      the exact E[sum_j D_j]; for the other processes the same separator argument is
+                      applied to the process's own law of (U_j, S_j) (TC(X_S | x_U) <= D(U, S) log|V|
+                      holds for every U, S and x_U);
+``li_cai``            (2^ceil(log2 s_max) - 1)/L sum_i I(X_i; X_-i) + learning (Li & Cai, arXiv 2505.21400,
+                      as transcribed), for processes with fixed step sizes; its assumption (uniformly
+                      random positions) holds only for ``uniform``;
+``tc_ratio``, ``dtc_ratio``  kl / (TC/K) and kl / (DTC/K), K = N (E[NFE] for threshold and entropy-sum):
+                      Zhao & Cai's rates, whose constants are not known;
+``random_sizes_bound`` for ``random:tc`` and ``random:dtc``: mdmt's explicit TC/K and DTC/K rates for its own
+                      randomized sizes (:func:`random_sizes_bound`, proved in docs/atlas.md), + learning;
+``pb_lower``          ParallelBench's partition lower bound (arXiv 2510.04767): E sum_j TC(X_{S_j} | x_{U_j});
+                      its assumption (one fixed partition of the positions into steps) holds for the fixed
+                      orders, where it equals kl for the oracle.
+
+Each bound comes with ``*_holds`` (checked on the exact numbers) and ``*_applies`` (its
+assumption holds for this process).  For fixed sizes with uniformly random positions the oracle's
+expected KL has the closed form of :func:`uniform_positions_kl` (the information profile), a third
+code path tested against the trajectory enumeration.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mdmt.constructions.languages.ngram import NGram
+from mdmt.constructions.reverse.chain import chain_quantities
+from mdmt.constructions.reverse.exact import exact_output_law
+from mdmt.constructions.reverse.information import information_profile, information_quantities
+from mdmt.constructions.reverse.policies import (IID, Balanced, EntropySum, FixedOrder, RandomSizes, Sizes, Threshold,
+                                                  TopK, cut_weights, policy_list)
+from mdmt.constructions.reverse.policy_exact import exact_policy_law, teacher_forced
+from mdmt.constructions.reverse.schedules import expected_nfe
+from mdmt.constructions.reverse.tables import build_tables, denoiser_table
+from mdmt.constructions.validation import positive_int
+
+from .dependencies import chain_bound, dependencies_for_assignment
+
+DEFAULT_PROCESSES = ("iid,uniform,random:tc,random:dtc,confidence,margin,entropy,threshold:0.9,entropy-sum:1,"
+                     "stride,blocks")
+COLUMNS = ("process", "expected_nfe", "kl", "kl_bits_per_token", "ser", "assignment_kl", "total_correlation",
+           "learning", "chain_bound", "li_cai", "tc_ratio", "dtc_ratio", "pb_lower")
+_TOL = 1e-9
+
+
+def uniform_positions_kl(profile: np.ndarray, sizes) -> float:
+    """E_tau KL(q || p_tau) of the oracle with step sizes ``sizes`` and uniformly random positions.
+
+    With f the information profile and u_j = s_1 + ... + s_{j-1}, step j contributes
+    s_j (f(u_j + 1) - f(u_j)) - (f(u_j + s_j) - f(u_j)) (the expected TC of a uniformly random
+    s_j-subset given a uniformly random u_j-subset; docs/atlas.md).
+    """
+    f = np.asarray(profile, dtype=np.float64)
+    u, total = 0, 0.0
+    for s in np.asarray(sizes, dtype=np.int64):
+        total += s * (f[u + 1] - f[u]) - (f[u + s] - f[u])
+        u += int(s)
+    return float(total)
+
+
+def random_sizes_kl(profile: np.ndarray, N: int, law: str) -> float:
+    """E KL of ``RandomSizes(N, law)`` (oracle) in closed form: sum_r delta(r) E[R(r)].
+
+    delta(r) = (f(r+1) - f(r)) - (f(r+2) - f(r+1)) >= 0 and R(r) = the number of slots after slot r
+    revealed at the same step; E[R(r)] = sum_{t=r+1}^{L-1} P(no boundary in r+1..t)
+    = sum_t (1 - w(r+1..t))^(N-1) (docs/atlas.md).
+    """
+    f = np.asarray(profile, dtype=np.float64)
+    L = len(f) - 1
+    if L < 2:
+        return 0.0
+    d = np.diff(f)  # d[r] = f(r+1) - f(r)
+    delta = d[:-1] - d[1:]  # r = 0..L-2
+    w = cut_weights(L, law)  # w[u-1] = P(c = u)
+    total = 0.0
+    for r in range(L - 1):
+        acc, er = 0.0, 0.0
+        for t in range(r + 1, L):
+            acc += w[t - 1]
+            er += max(0.0, 1.0 - acc) ** (N - 1)
+        total += delta[r] * er
+    return float(total)
+
+
+def _harmonic(n: int) -> float:
+    return float(np.sum(1.0 / np.arange(1, n + 1))) if n > 0 else 0.0
+
+
+def random_sizes_bound(L: int, N: int, law: str, tc: float, dtc: float) -> float | None:
+    """mdmt's explicit rate for its randomized sizes (oracle; add the learning term otherwise), docs/atlas.md.
+
+    ``tc`` law: E KL <= 2 TC H_{L-1} / (N - 1 + H_{L-1});  ``dtc`` law: E KL <= DTC H_{L-1} / (N - 1 - H_{L-1})
+    when N - 1 > H_{L-1} (None otherwise, and for the ``uniform`` law), H_k the k-th harmonic number.
+    """
+    h = _harmonic(L - 1)
+    if law == "tc":
+        return 2.0 * tc * h / (N - 1 + h) if h > 0 else 0.0
+    if law == "dtc" and N - 1 > h:
+        return dtc * h / (N - 1 - h)
+    return None
+
+
+def expected_dependencies_from_patterns(n: int, L: int, pattern_law: np.ndarray) -> float:
+    """E sum_j D_j from the law of (U_j, S_j) (base-3 codes of ``teacher_forced``), via ``dependencies_for_assignment``."""
+    total = 0.0
+    pow3 = 3 ** np.arange(L - 1, -1, -1)
+    for code in np.flatnonzero(pattern_law > 0):
+        digits = (code // pow3) % 3  # 1 revealed before, 2 revealed now, 0 masked
+        if not np.any(digits == 2):
+            continue
+        tau = np.where(digits == 1, 1, np.where(digits == 2, 2, 3))
+        total += pattern_law[code] * dependencies_for_assignment(n, tau)[1]
+    return float(total)
+
+
+def _sizes_of(policy, L):
+    if isinstance(policy, Sizes):
+        return policy.sizes_for(L) if isinstance(policy, Balanced) else policy.sizes
+    if isinstance(policy, TopK):
+        return policy.sizes_for(L)
+    if isinstance(policy, FixedOrder):
+        return np.bincount(policy.order(L))[1:]
+    return None
+
+
+def _holds(lhs, rhs) -> bool | None:
+    """lhs <= rhs up to rounding (None when either side is undefined)."""
+    if lhs is None or rhs is None or (isinstance(rhs, float) and math.isnan(rhs)):
+        return None
+    return bool(lhs <= rhs + _TOL * (1 + abs(rhs)))
+
+
+def _ratio(a, b):
+    return a / b if b > 0 else math.inf
+
+
+def atlas(language, L: int, N: int, processes: str = DEFAULT_PROCESSES, denoiser=None) -> dict:
+    """The atlas of one instance (module docstring): ``instance`` (H, TC, DTC, sum_i I, the profile) and ``rows``."""
+    L = positive_int("L", L)
+    N = positive_int("number of steps N", N)
+    policies = policy_list(processes, N)
+    tables = build_tables(language, L)
+    V = tables.V
+    D = denoiser_table(tables, denoiser)
+    info = information_quantities(language, L, method="exact")
+    profile = information_profile(tables)
+    n = language.n if isinstance(language, NGram) else None
+    TC, DTC, sumI = info["total_correlation"], info["dual_total_correlation"], info["sum_mutual_information"]
+    rows = []
+    for pol in policies:
+        if isinstance(pol, IID):  # the paper's process: mdmt's exact evaluators of Section 3.2 and (C1)-(C4)
+            law = exact_output_law(language, L, pol.pi, support_only=False, tables=tables, table=D)
+            cq = chain_quantities(language, L, pol.pi, tables=tables, table=D)
+            kl, ser, nfe = law.kl_nats, law.ser, expected_nfe(pol.pi, L)
+            akl, tc, learn = cq["expected_assignment_kl"], cq["expected_total_correlation"], cq["expected_learning_term"]
+            cb = chain_bound(n, L, pol.pi, V, learn / L) * L if n else None
+        else:
+            pl = exact_policy_law(language, L, pol, support_only=False, tables=tables, table=D)
+            tf = teacher_forced(language, L, pol, tables=tables, table=D, track_patterns=n is not None)
+            kl, ser, nfe = pl.result.kl_nats, pl.result.ser, pl.expected_nfe
+            akl, tc, learn = tf["assignment_kl"], tf["total_correlation"], tf["learning"]
+            cb = (math.log(V) * expected_dependencies_from_patterns(n, L, tf["pattern_law"]) + learn) if n else None
+        sizes = _sizes_of(pol, L)
+        lc = None if sizes is None else (2 ** math.ceil(math.log2(int(max(sizes)))) - 1) / L * sumI + learn
+        K = nfe if isinstance(pol, (Threshold, EntropySum)) else N
+        row = {"process": pol.spec, "adaptive": pol.adaptive, "expected_nfe": nfe, "kl": kl,
+               "kl_bits_per_token": kl / (L * math.log(2)), "ser": ser, "assignment_kl": akl,
+               "total_correlation": tc, "learning": learn, "assignment_kl_holds": _holds(kl, akl),
+               "chain_bound": cb, "chain_bound_holds": _holds(kl, cb), "chain_bound_applies": cb is not None,
+               "li_cai": lc, "li_cai_holds": _holds(kl, lc), "li_cai_applies": isinstance(pol, Sizes),
+               "tc_ratio": _ratio(kl, TC / K), "dtc_ratio": _ratio(kl, DTC / K),
+               "pb_lower": tc, "pb_holds": _holds(tc, kl), "pb_applies": isinstance(pol, FixedOrder)}
+        if denoiser is None and isinstance(pol, Sizes):
+            row["profile_kl"] = uniform_positions_kl(profile, sizes)
+        if isinstance(pol, RandomSizes):
+            rb = random_sizes_bound(L, pol.N, pol.law, TC, DTC)
+            row["random_sizes_bound"] = None if rb is None else rb + learn
+            row["random_sizes_bound_holds"] = _holds(akl, row["random_sizes_bound"])
+            if denoiser is None:
+                row["profile_kl"] = random_sizes_kl(profile, pol.N, pol.law)
+        rows.append(row)
+    instance = {"length": L, "steps": N, "vocab_size": V, "ngram_order": n, "entropy": info["entropy"],
+                "total_correlation": TC, "dual_total_correlation": DTC, "sum_mutual_information": sumI,
+                "profile": profile, "oracle": denoiser is None}
+    return {"instance": instance, "rows": rows}

@@ -1,0 +1,349 @@
+"""``mdmt adaptive``: reverse processes that choose which positions to reveal, on any language.
+
+``sample`` runs a policy's sampler (oracle, or a trained MDM with ``--checkpoint``); ``exact`` its
+exact output law at small L; ``ser`` the SER study on the interval HMM; ``ter`` the TER study on an
+n-gram (docs/adaptive.md).
+"""
+
+from ._common import (add_json, add_language, add_length, add_num, add_seed, add_steps, format_table, int_list,
+                      load_language, names, print_json, print_quantities)
+
+HELP = "adaptive and position-aware unmasking: sample, exact law, and the SER/TER studies"
+
+
+def _policy(p, default="confidence"):
+    from mdmt.constructions.reverse.policies import FORMS
+
+    p.add_argument("--policy", default=default, metavar="SPEC",
+                   help=f"reveal rule: {FORMS} (default {default}); threshold and entropy-sum run until done "
+                        "unless --steps caps them")
+
+
+def _instance(p):
+    """--language, --length, --steps (optional) and --policy."""
+    add_language(p)
+    add_length(p)
+    add_steps(p, required=False)
+    _policy(p)
+
+
+def _outputs(p, what):
+    p.add_argument("--out", help=f"write {what}.csv, {what}.json (with provenance) and {what}.png into this folder")
+    add_json(p)
+
+
+def add_arguments(p):
+    from mdmt.bounds.adaptive import SER_POLICIES, TER_POLICIES
+
+    sub = p.add_subparsers(dest="kind", metavar="sample|exact|ser|ter", parser_class=type(p))
+    sub.required = True
+    s = sub.add_parser("sample", help="run a policy's sampler at any L: SER, generative perplexity, NFE",
+                       description="run a policy's Monte Carlo sampler with the oracle (or a trained MDM) at any L")
+    _instance(s)
+    add_num(s, 1000, "samples")
+    add_seed(s)
+    s.add_argument("--checkpoint", help="a trained MDM checkpoint (mdmt train) as the denoiser instead of the oracle")
+    s.add_argument("--kl", action="store_true", help="also estimate the bound E[log q(x) - log p_traj(x)]/L on the TER gap")
+    add_json(s)
+    e = sub.add_parser("exact", help="exact output law of a policy at small L: KL, SER, E[NFE], TC and learning terms",
+                       description="exact output law of a policy (enumeration over trajectories, small L)")
+    _instance(e)
+    add_json(e)
+    r = sub.add_parser("ser", help="SER of each policy on the interval HMM against N and L, beside Theorem 4.4",
+                       description="SER on the interval HMM (oracle) per policy: against N at one length, and the "
+                                   "smallest N reaching the target against L")
+    r.add_argument("--interval-lengths", default="3,4,5", help="interval lengths l, comma-separated (default 3,4,5)")
+    r.add_argument("--intervals", default="4,8,16,32,64",
+                   help="numbers of intervals K (L = K l), comma-separated (default 4,8,16,32,64)")
+    r.add_argument("--curve-length", type=int, default=60,
+                   help="the length L of the SER-against-N curves, a multiple of every l (default 60)")
+    r.add_argument("--policies", default=SER_POLICIES, metavar="SPEC,SPEC,...", help="policies, comma-separated")
+    r.add_argument("--target", type=float, default=0.1, help="SER target (default 0.1)")
+    add_num(r, 2000, "reveal trajectories per Monte Carlo point")
+    add_seed(r)
+    _outputs(r, "adaptive_ser")
+    t = sub.add_parser("ter", help="smallest N (or NFE) reaching a TER target against L, per policy, on a language",
+                       description="TER study: the smallest N whose Monte Carlo bound on KL/L meets the target")
+    add_language(t, required=False, help_extra=" (default preset:3gram-ter)")
+    t.add_argument("--lengths", default="32,64,128,256", help="lengths L, comma-separated (default 32,64,128,256)")
+    t.add_argument("--policies", default=TER_POLICIES + ",threshold,entropy-sum", metavar="SPEC,SPEC,...",
+                   help="policies, comma-separated; threshold and entropy-sum sweep their parameter")
+    t.add_argument("--target", type=float, default=0.05, help="target for KL/L in nats per token (default 0.05)")
+    add_num(t, 256, "sequences per Monte Carlo point")
+    add_seed(t)
+    _outputs(t, "adaptive_ter")
+
+
+def run(args) -> int:
+    if getattr(args, "out", None) and args.kind in ("ser", "ter"):
+        from mdmt.empirical.provenance import record
+
+        args.provenance = record()  # the command, commit and machine, taken when the run starts
+    return {"sample": _sample, "exact": _exact, "ser": _ser, "ter": _ter}[args.kind](args)
+
+
+def _denoiser(args, lang):
+    if not args.checkpoint:
+        from mdmt.constructions.languages.spec import interval_length_of
+
+        l = interval_length_of(args.language)
+        if l is None:
+            return None, "oracle"
+        from mdmt.constructions.reverse.interval_oracle import IntervalOracle
+
+        return IntervalOracle(l), "oracle (interval closed form)"
+    from mdmt.empirical.sampling import MDMDenoiser
+    from mdmt.empirical.train import load_model
+
+    model = load_model(args.checkpoint)
+    if model.cfg.vocab_size != lang.n_symbols:
+        raise ValueError(f"checkpoint {args.checkpoint} has vocabulary {model.cfg.vocab_size}, the language "
+                         f"{lang.n_symbols}")
+    return MDMDenoiser(model), f"trained MDM {args.checkpoint}"
+
+
+def _sample(args) -> int:
+    from mdmt.constructions.reverse.metrics import perplexity_note, sample_metrics
+    from mdmt.constructions.reverse.policies import parse_policy
+    from mdmt.constructions.reverse.policy_sampler import sample_policy, teacher_forced_estimate
+
+    lang = load_language(args.language)
+    pol = parse_policy(args.policy, args.steps, cap=True)
+    den, what = _denoiser(args, lang)
+    res = sample_policy(lang, args.length, pol, args.num, denoiser=den, seed=args.seed)
+    metrics = sample_metrics(lang, res.samples)
+    out = {"length": args.length, "steps": args.steps, "policy": pol.spec, "denoiser": what, **metrics,
+           "nfe_mean": float(res.nfe.mean())}
+    note = perplexity_note(metrics)
+    if note:
+        out["note"] = note
+    if args.kl:
+        est = teacher_forced_estimate(lang, args.length, pol, args.num, denoiser=den, seed=args.seed + 1)
+        out["assignment_kl_per_token_nats"] = est["kl_per_token_nats"]
+        out["assignment_kl_ci"] = est["ci"]
+    print_quantities(out, args.json)
+    return 0
+
+
+def _exact(args) -> int:
+    from mdmt.constructions.reverse.policies import parse_policy
+    from mdmt.constructions.reverse.policy_exact import exact_policy_law, teacher_forced
+
+    lang = load_language(args.language)
+    pol = parse_policy(args.policy, args.steps, cap=True)
+    law = exact_policy_law(lang, args.length, pol, support_only=False)
+    tf = teacher_forced(lang, args.length, pol)
+    out = {"length": args.length, "steps": args.steps, "policy": pol.spec, "kl_nats": law.result.kl_nats,
+           "kl_bits_per_token": law.result.kl_bits_per_token, "ser": law.result.ser,
+           "expected_nfe": law.expected_nfe, **{f"teacher_forced_{k}": v for k, v in tf.items()}}
+    print_quantities(out, args.json)
+    return 0
+
+
+def _check_target(target: float, what: str) -> float:
+    if not 0 < target < 1e9:
+        raise ValueError(f"--target must be a positive number ({what}), got {target!r}")
+    return target
+
+
+def _ser(args) -> int:
+    from mdmt.bounds.adaptive import min_steps_ser, ser_curve
+
+    ls = int_list("--interval-lengths", args.interval_lengths, minimum=2)
+    Ks = int_list("--intervals", args.intervals)
+    specs = names(args.policies)
+    target = _check_target(args.target, "an SER")
+    Lc = args.curve_length
+    bad = [l for l in ls if Lc % l]
+    if bad:
+        raise ValueError(f"--curve-length {Lc} is not a multiple of the interval length {bad[0]}")
+    steps = sorted({N for N in (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 40, 60) if N <= Lc}
+                   | {Lc * c for c in (2, 4, 8, 16, 32, 64)})
+    curves, mins = [], []
+    for l in ls:
+        curves += ser_curve(l, Lc, specs, steps, args.num, args.seed)
+        for K in Ks:
+            for spec in specs:
+                mins.append({"l": l, "L": K * l, "policy": spec, **min_steps_ser(l, K * l, spec, target, args.num,
+                                                                                  args.seed)})
+    res = {"target": target, "curve_length": Lc, "curves": curves, "min_steps": mins}
+    return _report(args, res, _write_ser, f"smallest N with SER <= {target} (NFE in brackets; '-' = not reached):",
+                   ["l", "policy"] + [f"L={K}l" for K in Ks], lambda: _pivot(mins, ls, specs, Ks))
+
+
+def _report(args, res, write, title, header, rows) -> int:
+    """Write the files (--out), then print JSON (--json) or the title and the table."""
+    if args.out:
+        write(res, args.out, args.provenance)
+    if args.json:
+        print_json(res)
+        return 0
+    print(title)
+    print(format_table(header, rows()))
+    return 0
+
+
+def _pivot(mins, ls, specs, Ks):
+    rows = []
+    for l in ls:
+        for spec in specs:
+            cells = []
+            for K in Ks:
+                m = next(r for r in mins if r["l"] == l and r["policy"] == spec and r["L"] == K * l)
+                if not m["reached"]:
+                    cells.append("-")
+                else:
+                    cells.append(f"{m['steps'] if m['steps'] is not None else ''}[{m['nfe']:.4g}]")
+            rows.append([l, spec] + cells)
+    return rows
+
+
+def _ter(args) -> int:
+    from mdmt.bounds.adaptive import min_steps_ter
+
+    spec = args.language or "preset:3gram-ter"
+    lang = load_language(spec)
+    lengths = int_list("--lengths", args.lengths)
+    specs = names(args.policies)
+    target = _check_target(args.target, "nats per token")
+    rows = []
+    for L in lengths:
+        for p in specs:
+            rows.append({"language": spec, "L": L, "policy": p,
+                         **min_steps_ter(lang, L, p, target, args.num, args.seed)})
+    res = {"language": spec, "target": target, "rows": rows}
+
+    def table():
+        out = []
+        for p in specs:
+            cells = []
+            for L in lengths:
+                r = next(r for r in rows if r["L"] == L and r["policy"] == p)
+                if r["nfe"] is None or r["ci"] is None or r["ci"][1] > target:
+                    cells.append("-")
+                else:
+                    lead = r["steps"] if r["steps"] is not None else f"{r['parameter']}:"
+                    cells.append(f"{lead}[{r['nfe']:.3g}]")
+            out.append([p] + cells)
+        return out
+
+    return _report(args, res, _write_ter, f"{spec}: smallest N (mean NFE) whose bound on KL/L is <= {target} nats/token "
+                   "('-' = not reached):", ["policy"] + [f"L={L}" for L in lengths], table)
+
+
+def _save(res, out, name, provenance):
+    import json
+    from pathlib import Path
+
+    from ._common import clean
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    res["provenance"] = provenance
+    (folder / f"{name}.json").write_text(json.dumps(clean(res), indent=1, allow_nan=False) + "\n")
+    return folder
+
+
+def _csv(path, rows, keys):
+    import csv
+
+    from ._common import clean
+
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys, extrasaction="ignore")
+        w.writeheader()
+        w.writerows([clean(r) for r in rows])
+
+
+def _colors(keys):
+    import matplotlib.pyplot as plt
+
+    palette = [plt.get_cmap("tab10")(i) for i in range(10)] + [plt.get_cmap("Dark2")(i) for i in range(8)]
+    return {k: palette[i % len(palette)] for i, k in enumerate(keys)}
+
+
+def _write_ser(res, out, provenance):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = _save(res, out, "adaptive_ser", provenance)
+    _csv(folder / "adaptive_ser.csv", res["curves"] + res["min_steps"],
+         ["l", "L", "policy", "N", "steps", "ser", "ci", "nfe", "method", "reached", "theorem44_lower"])
+    ls = sorted({r["l"] for r in res["curves"]})
+    specs = list(dict.fromkeys(r["policy"] for r in res["curves"] + res["min_steps"]))
+    color = _colors(specs)
+    fig, axes = plt.subplots(2, len(ls), figsize=(4.4 * len(ls) + 2.2, 7.6), squeeze=False)
+    for c, l in enumerate(ls):
+        ax = axes[0, c]
+        for spec in specs:
+            rs = [r for r in res["curves"] if r["l"] == l and r["policy"] == spec]
+            if not rs:
+                continue
+            label = "iid (Theorem 4.4 setting), exact" if spec.startswith("iid") else spec
+            if len(rs) == 1 and rs[0]["N"] is None:
+                ax.plot([rs[0]["nfe"]], [rs[0]["ser"]], "*", ms=10, color=color[spec], label=label)
+            else:
+                ax.plot([r["nfe"] for r in rs], [r["ser"] for r in rs], marker="o", ms=3, color=color[spec],
+                        label=label)
+            if spec.startswith("iid"):
+                ax.plot([r["nfe"] for r in rs], [r["theorem44_lower"] for r in rs], "k--", lw=1,
+                        label="Theorem 4.4 lower bound, eps = 0")
+        ax.axhline(res["target"], color="gray", ls=":", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel("NFE (N for fixed-size rules; E[NFE] for i.i.d.)")
+        ax.set_ylabel("SER, oracle denoiser")
+        ax.set_title(f"interval HMM l={l}, L={res['curve_length']}", fontsize=9)
+        ax = axes[1, c]
+        Ls = sorted({r["L"] for r in res["min_steps"] if r["l"] == l})
+        for spec in specs:
+            rs = [r for r in res["min_steps"] if r["l"] == l and r["policy"] == spec and r["reached"]]
+            if rs:
+                ax.plot([r["L"] for r in rs], [r["nfe"] for r in rs], marker="o", ms=3, color=color[spec])
+        ax.plot(Ls, Ls, "k:", lw=1, label="NFE = L")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks(Ls, [str(L) for L in Ls], fontsize=7)
+        ax.minorticks_off()
+        ax.set_xlabel("L")
+        ax.set_ylabel(f"NFE at the smallest N with SER <= {res['target']}")
+        ax.set_title(f"l={l}: cost of SER <= {res['target']} against L", fontsize=9)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    h2, l2 = axes[1, 0].get_legend_handles_labels()
+    fig.legend(handles + h2, labels + l2, loc="center right", fontsize=7)
+    fig.tight_layout(rect=(0, 0, 1 - 2.0 / (4.4 * len(ls) + 2.2), 1))
+    fig.savefig(folder / "adaptive_ser.png", dpi=120)
+    plt.close(fig)
+
+
+def _write_ter(res, out, provenance):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = _save(res, out, "adaptive_ter", provenance)
+    _csv(folder / "adaptive_ter.csv", res["rows"],
+         ["language", "L", "policy", "steps", "parameter", "kl_per_token", "ci", "nfe"])
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    specs = list(dict.fromkeys(r["policy"] for r in res["rows"]))
+    color = _colors(specs)
+    Ls = sorted({r["L"] for r in res["rows"]})
+    for p in specs:
+        rs = [r for r in res["rows"] if r["policy"] == p and r["nfe"] is not None and r["ci"] is not None
+              and r["ci"][1] <= res["target"]]
+        if rs:
+            ax.plot([r["L"] for r in rs], [r["nfe"] for r in rs], marker="o", ms=3, color=color[p], label=p)
+    ax.plot(Ls, Ls, "k:", lw=1, label="NFE = L")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(Ls, [str(L) for L in Ls])
+    ax.minorticks_off()
+    ax.set_xlabel("L")
+    ax.set_ylabel(f"mean NFE reaching KL/L <= {res['target']}")
+    ax.set_title(res["language"], fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(folder / "adaptive_ter.png", dpi=120)
+    plt.close(fig)
