@@ -56,6 +56,7 @@ def test_language_presets_and_custom_generators(tmp_path, capsys):
     assert load_language(tmp_path / "i.json") == interval_hmm(3)
     capsys.readouterr()
 
+    out = tmp_path / "g.json"
     assert main(["language", "--kind", "ngram", "--n", "2", "--vocab", "5", "--temperature", "1.5",
                  "--threshold", "0.01", "--seed", "2", "--out", str(out)]) == 0
     assert load_language(out) == random_ngram(2, 5, 1.5, 0.01, 2)

@@ -94,7 +94,7 @@ def bad(**changes):
         (bad(transition=[0.5, 0.5]), "invalid key 'transition': transmat must have 2 dimension"),
         (bad(transition=[[0.5, 0.5], [1.0]]), "invalid key 'transition': transmat must be an array of numbers"),
         (bad(initial="0.5 0.5"), "invalid key 'initial': expected an array of numbers, got str"),
-        (bad(emission=[["a", "b"], [0.3, 0.7]]), "invalid key 'emission': emissionprob must be an array of numbers"),
+        (bad(emission=[["a", "b"], [0.3, 0.7]]), r"invalid key 'emission': emissionprob\[0, 0\] is a str \('a'\), not a number"),
         ({"kind": "ngram", "n": "two", "initial": [1.0], "transition": [[1.0]]}, "invalid key 'n': n must be an integer"),
         ({"kind": "ngram", "n": 1, "initial": [1.0], "transition": [[1.0]]}, "invalid key 'n': n must be >= 2, got 1"),
         ({"kind": "ngram", "n": 3, "initial": [0.5, 0.5], "transition": [[1, 0], [0, 1]]},

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..outputs import atomic_file
+from ..resources import check_memory, format_bytes
 from .hmm import HMM
 from .ngram import NGram
 
@@ -138,24 +140,59 @@ def language_from_dict(d: dict, where: str = "language"):
 def save_language(language, path, *, name: str | None = None, metadata: dict | None = None) -> Path:
     """Write ``language`` to ``path``: NumPy's ``.npz`` for that extension, JSON for any other.
 
-    ``name`` and ``metadata`` (a JSON-serialisable dict) are stored alongside.
+    ``name`` and ``metadata`` (a JSON-serialisable dict) are stored alongside.  The file is
+    written atomically (:func:`mdmt.constructions.outputs.atomic_file`): on any error, a full
+    disk included, ``path`` keeps its old content and an ``OutputError`` names it.
     """
     path = Path(path)
     d = language_to_dict(language, name=name, metadata=metadata)
     if path.suffix == ".npz":
         arrays = {k: np.asarray(v, dtype=np.float64) for k, v in d.items() if k in ("initial", "transition", "emission")}
-        meta = {k: v for k, v in d.items() if k not in arrays}
-        with open(path, "wb") as fh:
-            np.savez(fh, meta=np.array(json.dumps(meta, allow_nan=False)), **arrays)
+        meta = json.dumps({k: v for k, v in d.items() if k not in arrays}, allow_nan=False)
+        with atomic_file(path, "wb") as fh:
+            np.savez(fh, meta=np.array(meta), **arrays)
     else:
-        path.write_text(json.dumps(d, indent=1, allow_nan=False) + "\n")
+        text = json.dumps(d, indent=1, allow_nan=False) + "\n"  # ValueError before any file is touched
+        with atomic_file(path, "w") as fh:
+            fh.write(text)
     return path
+
+
+def written_for(path, *, name: str | None, metadata: dict | None) -> bool:
+    """True when ``path`` is a language file mdmt wrote with this ``name`` and ``metadata`` (the same request)."""
+    try:
+        d = read_document(path)
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(d, dict) and d.get("format") == FORMAT and d.get("name") == name and d.get("metadata") == metadata
+
+
+_JSON_BYTES_PER_BYTE = 6  # a JSON number of ~20 characters becomes a float object, a list slot and a float64
+
+
+def _check_readable(path: Path) -> None:
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder, not a language file")
+    if not path.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+
+
+def _check_npz_sizes(path: Path) -> None:
+    """Refuse an .npz whose arrays would not fit the memory limit, from the sizes in its zip directory."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            total = sum(info.file_size for info in zf.infolist())
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
+        raise ValueError(f"{path}: not a readable .npz language file ({exc})") from None
+    check_memory(f"reading {path} ({format_bytes(total)} of arrays)", 2 * total, "is it the right file?")
 
 
 def read_document(path) -> dict:
     """The raw document of a language file (JSON object, or the arrays and metadata of an ``.npz``)."""
     path = Path(path)
+    _check_readable(path)
     if path.suffix == ".npz":
+        _check_npz_sizes(path)
         try:
             with np.load(path, allow_pickle=False) as z:
                 d = {}
@@ -171,12 +208,16 @@ def read_document(path) -> dict:
         if "n" in d and isinstance(d["n"], np.ndarray) and d["n"].ndim == 0:
             d["n"] = d["n"].item()
         return d
+    check_memory(f"reading {path} ({format_bytes(path.stat().st_size)} of JSON)",
+                 _JSON_BYTES_PER_BYTE * path.stat().st_size, "is it the right file? (.npz files are more compact)")
     try:
         return json.loads(path.read_text())
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not a text (JSON) file ({exc})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: invalid JSON (arrays nested too deeply)") from None
 
 
 def load_language(path):
