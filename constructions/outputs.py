@@ -32,6 +32,8 @@ class OutputError(ValueError):
 def describe_oserror(exc: OSError) -> str:
     """``'reason: path'`` of an OSError, without errno numbers or a traceback."""
     reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno is None and "requested and" in reason:  # NumPy's report of a short write
+        reason += " (the write was cut short: is the disk full?)"
     return f"{reason}: {exc.filename}" if exc.filename else reason
 
 

@@ -139,3 +139,18 @@ def dependencies_by_definition(n: int, tau: np.ndarray) -> np.ndarray:
         new = np.flatnonzero(tau == j)
         out[j - 1] = len(new) - len({int(segment_id[i]) for i in new})
     return out
+
+
+def posterior_by_enumeration(X: np.ndarray, q: np.ndarray, partial: np.ndarray) -> np.ndarray:
+    """q(x_i = v | x_U) as an (L, V) table by summing the joint table over the completions of ``partial``.
+
+    Revealed positions get their one-hot vector; ``partial`` must have q(x_U) > 0.
+    """
+    keep = partial >= 0
+    match = np.all(X[:, keep] == partial[keep], axis=1)
+    w = q * match
+    V = int(X.max()) + 1
+    out = np.zeros((X.shape[1], V))
+    for i in range(X.shape[1]):
+        out[i] = np.bincount(X[:, i], weights=w, minlength=V)
+    return out / w.sum()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import zipfile
 from pathlib import Path
 
@@ -178,12 +179,18 @@ def _check_readable(path: Path) -> None:
 
 
 def _check_npz_sizes(path: Path) -> None:
-    """Refuse an .npz whose arrays would not fit the memory limit, from the sizes in its zip directory."""
+    """Refuse an .npz whose arrays would not fit the memory limit, from the shapes in their headers."""
+    total = 0
     try:
         with zipfile.ZipFile(path) as zf:
-            total = sum(info.file_size for info in zf.infolist())
-    except (OSError, zipfile.BadZipFile, EOFError, ValueError) as exc:
-        raise ValueError(f"{path}: not a readable .npz language file ({exc})") from None
+            for info in zf.infolist():
+                with zf.open(info) as fh:
+                    version = np.lib.format.read_magic(fh)
+                    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                    shape, _, dtype = read(fh)
+                total += math.prod(shape) * dtype.itemsize
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, TypeError) as exc:
+        raise ValueError(f"{path}: not a readable .npz language file ({' '.join(str(exc).split())})") from None
     check_memory(f"reading {path} ({format_bytes(total)} of arrays)", 2 * total, "is it the right file?")
 
 
