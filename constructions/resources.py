@@ -102,24 +102,20 @@ def check_memory(what: str, nbytes, alternative: str = "") -> int:
     ``alternative`` says what to do instead (a smaller input, a structured path, Monte Carlo).
     Returns ``nbytes`` as an int.
     """
-    nbytes = int(nbytes)
-    limit = memory_limit()
-    if nbytes > limit:
-        hint = f"; {alternative}" if alternative else ""
-        raise ResourceError(f"{what} needs {format_bytes(nbytes)} of memory, more than the limit of "
-                            f"{format_bytes(limit)} (set {MEMORY_ENV} to raise it){hint}")
-    return nbytes
+    return _check(what, int(nbytes), memory_limit(), MEMORY_ENV, "needs {} of memory", format_bytes, alternative)
 
 
 def check_work(what: str, operations, alternative: str = "") -> int:
     """Refuse (``ResourceError``) when ``what`` would take more than :func:`work_limit` operations."""
-    operations = int(operations)
-    limit = work_limit()
-    if operations > limit:
+    return _check(what, int(operations), work_limit(), WORK_ENV, "takes about {} operations", format_count, alternative)
+
+
+def _check(what: str, amount: int, limit: int, env: str, verb: str, fmt, alternative: str) -> int:
+    if amount > limit:
         hint = f"; {alternative}" if alternative else ""
-        raise ResourceError(f"{what} takes about {format_count(operations)} operations, more than the limit of "
-                            f"{format_count(limit)} (set {WORK_ENV} to raise it){hint}")
-    return operations
+        raise ResourceError(f"{what} {verb.format(fmt(amount))}, more than the limit of {fmt(limit)} "
+                            f"(set {env} to raise it){hint}")
+    return amount
 
 
 def threads() -> int:

@@ -310,7 +310,7 @@ def test_every_command_keeps_the_contract(name, worker, tmp_path_factory):
 
 @pytest.mark.parametrize("name", _params(slow=True))
 def test_every_command_keeps_the_contract_thoroughly(name, worker, tmp_path_factory):
-    _fuzz(name, worker, tmp_path_factory, THOROUGH, shrink=True)
+    _fuzz(name, worker, tmp_path_factory, THOROUGH, shrink=name not in PENDING)  # no shrinking through hangs
 
 
 def test_the_contract_checker_has_teeth(tmp_path):

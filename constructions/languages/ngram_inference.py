@@ -35,7 +35,7 @@ import numba as nb
 import numpy as np
 
 from ..resources import check_memory, check_work, threads
-from .inference import _cdf, _draw
+from .inference import _cdf, _draw, sample_by_uniforms, settle_underflow
 
 _BLOCKS_PER_THREAD = 4
 
@@ -176,37 +176,62 @@ def _normalise(w, m):
     return s
 
 
-# ----------------------------------------------------------------------------- likelihood
+@nb.njit(cache=True, nogil=True)
+def _step_support(T, x, idx, m, idx2, mark):
+    """Advance the frontier (idx, m) as a set (T > 0, no arithmetic on probabilities); returns m2."""
+    C, V = T.shape
+    lo = 0 if x < 0 else x
+    hi = V if x < 0 else x + 1
+    m2 = 0
+    for i in range(m):
+        c = idx[i]
+        base = (c * V) % C
+        for v in range(lo, hi):
+            if T[c, v] > 0.0:
+                c2 = base + v
+                if not mark[c2]:
+                    mark[c2] = True
+                    idx2[m2] = c2
+                    m2 += 1
+    for j in range(m2):
+        mark[idx2[j]] = False
+    return m2
+
+
+# ----------------------------------------------------------------------------- likelihood and support
 @nb.njit(parallel=True, cache=True)
-def _loglik_kernel(init, T, k, X, n_blocks, out):
+def _forward_kernel(init, T, k, X, n_blocks, boolean, out):
+    """out[b] = log q(x_U) (-inf off the support), or with ``boolean`` 1.0 / 0.0 for q(x_U) > 0 decided exactly."""
     n, L = X.shape
     C = T.shape[0]
     V = T.shape[1]
     for blk in nb.prange(n_blocks):
-        b0 = blk * n // n_blocks
-        b1 = (blk + 1) * n // n_blocks
         idx = np.empty(C, dtype=np.int64)
         w = np.empty(C)
         idx2 = np.empty(C, dtype=np.int64)
         w2 = np.empty(C)
         acc = np.zeros(C)
         mark = np.zeros(C, dtype=np.bool_)
-        for b in range(b0, b1):
-            m = _initial_frontier(init, V, k, X[b], L, idx, w)
-            s = _normalise(w, m)
-            if s <= 0.0:
-                out[b] = -np.inf
+        for b in range(blk * n // n_blocks, (blk + 1) * n // n_blocks):
+            m = _initial_frontier(init, V, k, X[b], L, idx, w)  # the contexts with init > 0
+            if boolean:
+                t = k
+                while m > 0 and t < L:
+                    m = _step_support(T, X[b, t], idx, m, idx2, mark)
+                    idx, idx2 = idx2, idx
+                    t += 1
+                out[b] = 1.0 if m > 0 else 0.0
                 continue
-            ll = math.log(s)
-            for t in range(k, L):
+            s = _normalise(w, m)
+            ll = math.log(s) if s > 0.0 else -np.inf
+            t = k
+            while s > 0.0 and t < L:
                 m = _step(T, X[b, t], idx, w, m, idx2, w2, acc, mark)
                 idx, idx2 = idx2, idx
                 w, w2 = w2, w
                 s = _normalise(w, m)
-                if s <= 0.0:
-                    ll = -np.inf
-                    break
-                ll += math.log(s)
+                ll = ll + math.log(s) if s > 0.0 else -np.inf
+                t += 1
             out[b] = ll
 
 
@@ -221,62 +246,19 @@ def log_likelihood(tables: NGramTables, X: np.ndarray) -> np.ndarray:
     if n == 0 or L == 0:
         return out  # the empty sequence has probability 1
     _guard("scoring", tables, X, stored=False)
-    _loglik_kernel(tables.init, tables.T, tables.k, X, _blocks(n), out)
-    suspicious = np.isneginf(out)
-    if suspicious.any() and support(tables, X[suspicious]).any():
-        raise ValueError("log-likelihood underflowed for a sequence in the support "
-                         "(some per-position probability is below 1e-308)")
-    return out
-
-
-# ----------------------------------------------------------------------------- support
-@nb.njit(parallel=True, cache=True)
-def _support_kernel(init, T, k, X, n_blocks, out):
-    n, L = X.shape
-    C = T.shape[0]
-    V = T.shape[1]
-    for blk in nb.prange(n_blocks):
-        b0 = blk * n // n_blocks
-        b1 = (blk + 1) * n // n_blocks
-        idx = np.empty(C, dtype=np.int64)
-        w = np.empty(C)
-        idx2 = np.empty(C, dtype=np.int64)
-        mark = np.zeros(C, dtype=np.bool_)
-        for b in range(b0, b1):
-            m = _initial_frontier(init, V, k, X[b], L, idx, w)  # keeps the contexts with init > 0
-            t = k
-            while m > 0 and t < L:
-                x = X[b, t]
-                lo = 0 if x < 0 else x
-                hi = V if x < 0 else x + 1
-                m2 = 0
-                for i in range(m):
-                    c = idx[i]
-                    base = (c * V) % C
-                    for v in range(lo, hi):
-                        if T[c, v] > 0.0:
-                            c2 = base + v
-                            if not mark[c2]:
-                                mark[c2] = True
-                                idx2[m2] = c2
-                                m2 += 1
-                for j in range(m2):
-                    mark[idx2[j]] = False
-                idx, idx2 = idx2, idx
-                m = m2
-                t += 1
-            out[b] = m > 0
+    _forward_kernel(tables.init, tables.T, tables.k, X, _blocks(n), False, out)
+    return settle_underflow(out, X, lambda Y: support(tables, Y))
 
 
 def support(tables: NGramTables, X: np.ndarray) -> np.ndarray:
-    """q(x_U) > 0 for every row of X, by exact boolean propagation of the frontier."""
+    """q(x_U) > 0 for every row of X, by exact propagation of the frontier as a set."""
     n, L = X.shape
-    out = np.ones(n, dtype=np.bool_)
     if n == 0 or L == 0:
-        return out
+        return np.ones(n, dtype=np.bool_)
     _guard("the support check", tables, X, stored=False)
-    _support_kernel(tables.init, tables.T, tables.k, X, _blocks(n), out)
-    return out
+    out = np.empty(n)
+    _forward_kernel(tables.init, tables.T, tables.k, X, _blocks(n), True, out)
+    return out > 0.0
 
 
 # ----------------------------------------------------------------------------- posteriors
@@ -424,10 +406,5 @@ def _sample_kernel(cdf_init, cdf_T, k, U, out):
 
 def sample(tables: NGramTables, n: int, length: int, rng: np.random.Generator, chunk: int = 4096) -> np.ndarray:
     """Ancestral sampling; the same random stream (and so the same sequences) as the equivalent HMM's sampler."""
-    out = np.empty((n, length), dtype=np.int64)
-    rows = max(1, min(chunk, (1 << 24) // max(1, 2 * length)))
-    for s in range(0, n, rows):
-        e = min(n, s + rows)
-        U = rng.random((e - s, length, 2))
-        _sample_kernel(tables.cdf_init, tables.cdf_T, tables.k, U, out[s:e])
-    return out
+    return sample_by_uniforms(lambda U, out: _sample_kernel(tables.cdf_init, tables.cdf_T, tables.k, U, out),
+                              n, length, rng, chunk)
