@@ -202,9 +202,8 @@ def _step_support(T, x, idx, m, idx2, mark):
 @nb.njit(parallel=True, cache=True)
 def _forward_kernel(init, T, k, X, n_blocks, boolean, out):
     """out[b] = log q(x_U) (-inf off the support), or with ``boolean`` 1.0 / 0.0 for q(x_U) > 0 decided exactly."""
-    n, L = X.shape
+    n = X.shape[0]
     C = T.shape[0]
-    V = T.shape[1]
     for blk in nb.prange(n_blocks):
         idx = np.empty(C, dtype=np.int64)
         w = np.empty(C)
@@ -213,26 +212,48 @@ def _forward_kernel(init, T, k, X, n_blocks, boolean, out):
         acc = np.zeros(C)
         mark = np.zeros(C, dtype=np.bool_)
         for b in range(blk * n // n_blocks, (blk + 1) * n // n_blocks):
-            m = _initial_frontier(init, V, k, X[b], L, idx, w)  # the contexts with init > 0
-            if boolean:
-                t = k
-                while m > 0 and t < L:
-                    m = _step_support(T, X[b, t], idx, m, idx2, mark)
-                    idx, idx2 = idx2, idx
-                    t += 1
-                out[b] = 1.0 if m > 0 else 0.0
-                continue
+            out[b] = _forward_one(init, T, k, X[b], boolean, idx, w, idx2, w2, acc, mark)
+
+
+@nb.njit(cache=True, nogil=True)
+def _forward_one(init, T, k, x_row, boolean, idx, w, idx2, w2, acc, mark):
+    """One sequence of :func:`_forward_kernel` (the scratch arrays are the block's)."""
+    C, V = T.shape
+    L = x_row.shape[0]
+    m = _initial_frontier(init, V, k, x_row, L, idx, w)  # the contexts with init > 0
+    s = _normalise(w, m)
+    ll = math.log(s) if s > 0.0 else -np.inf
+    prod = 1.0  # product of the one-context steps not yet added to ll (one log per ~600 steps)
+    t = k
+    while m > 0 and t < L:
+        x = x_row[t]
+        if m == 1 and x >= 0:  # one possible context and a revealed token: the chain rule, O(1)
+            c = idx[0]
+            p = T[c, x]
+            if p > 0.0:
+                idx[0] = (c * V) % C + x
+                prod *= p
+                if prod < 1e-280:
+                    ll += math.log(prod)
+                    prod = 1.0
+            else:
+                m = 0
+        elif boolean:
+            m = _step_support(T, x, idx, m, idx2, mark)
+            idx, idx2 = idx2, idx
+        else:
+            m = _step(T, x, idx, w, m, idx2, w2, acc, mark)
+            idx, idx2 = idx2, idx
+            w, w2 = w2, w
             s = _normalise(w, m)
-            ll = math.log(s) if s > 0.0 else -np.inf
-            t = k
-            while s > 0.0 and t < L:
-                m = _step(T, X[b, t], idx, w, m, idx2, w2, acc, mark)
-                idx, idx2 = idx2, idx
-                w, w2 = w2, w
-                s = _normalise(w, m)
-                ll = ll + math.log(s) if s > 0.0 else -np.inf
-                t += 1
-            out[b] = ll
+            if s > 0.0:
+                ll += math.log(s)
+            else:
+                m = 0
+        t += 1
+    if boolean:
+        return 1.0 if m > 0 else 0.0
+    return ll + math.log(prod) if m > 0 else -np.inf
 
 
 def _blocks(n: int) -> int:
