@@ -94,7 +94,7 @@ def main():
     print("-" * len(header))
     results = []
     goals = []
-    for L in [int(v) for v in args.lengths.split(",")]:
+    for L in [int(v) for v in args.lengths.split(",") if v]:  # --lengths '': the n-gram table alone
         X = q.sample(args.num, L, seed=1)
         q.score(X[:8]), q.posterior_marginals(X[:8]), q.in_support(X[:8])  # compile / load the numba cache
         flops_fwd = 2.0 * L * S * S * args.num

@@ -286,101 +286,97 @@ def support(tables: NGramTables, X: np.ndarray) -> np.ndarray:
 @nb.njit(parallel=True, cache=True)
 def _posterior_kernel(init, T, k, X, capacity, n_blocks, out, failed):
     """Forward over stored frontiers, then backward; out (n, L, V) gets the marginals."""
-    n, L = X.shape
+    n = X.shape[0]
     C = T.shape[0]
-    V = T.shape[1]
-    slots = max(L - k + 1, 1)
     for blk in nb.prange(n_blocks):
-        b0 = blk * n // n_blocks
-        b1 = (blk + 1) * n // n_blocks
         acc = np.zeros(C)
         mark = np.zeros(C, dtype=np.bool_)
         dense_beta = np.zeros(C)
         scratch_idx = np.empty(C, dtype=np.int64)
         scratch_w = np.empty(C)
-        for b in range(b0, b1):
-            cap = capacity[b]
-            idx = np.empty(cap, dtype=np.int64)
-            alpha = np.empty(cap)
-            offs = np.zeros(slots + 1, dtype=np.int64)
-            m = _initial_frontier(init, V, k, X[b], L, scratch_idx, scratch_w)
-            ok = _normalise(scratch_w, m) > 0.0
-            idx[:m] = scratch_idx[:m]
-            alpha[:m] = scratch_w[:m]
-            offs[1] = m
-            s = 1
-            while ok and s < slots:
-                o0 = offs[s - 1]
-                o1 = offs[s]
-                m = _step(T, X[b, k - 1 + s], idx[o0:o1], alpha[o0:o1], o1 - o0,
-                          scratch_idx, scratch_w, acc, mark)
-                if _normalise(scratch_w, m) <= 0.0:
-                    ok = False
-                    break
-                idx[o1:o1 + m] = scratch_idx[:m]
-                alpha[o1:o1 + m] = scratch_w[:m]
-                offs[s + 1] = o1 + m
-                s += 1
-            if not ok:
-                failed[b] = True
-                continue
-            # backward: beta on the stored frontier of each slot, from the last slot down.  Slot 0
-            # covers positions 0..min(L, k)-1 (digit j of its contexts); slot s > 0 adds position s+k-1.
-            beta = np.ones(offs[slots] - offs[slots - 1])
-            for s in range(slots - 1, -1, -1):
-                o0 = offs[s]
-                o1 = offs[s + 1]
-                z = 0.0
-                for i in range(o1 - o0):
-                    z += alpha[o0 + i] * beta[i]
-                inv = 1.0 / z if z > 0.0 else 0.0
-                if s == 0:
-                    for j in range(min(L, k)):
-                        _marginal(out, b, j, X[b, j], idx, alpha, beta, o0, o1, inv, k - 1 - j, V)
-                    continue
-                t = s + k - 1
-                _marginal(out, b, t, X[b, t], idx, alpha, beta, o0, o1, inv, 0, V)
-                # beta of slot s-1: beta(c) = sum_{v matching x_t} T[c, v] beta_s(next(c, v)), max-normalised
-                for i in range(o1 - o0):
-                    dense_beta[idx[o0 + i]] = beta[i]
-                p0 = offs[s - 1]
-                x = X[b, t]
-                lo = 0 if x < 0 else x
-                hi = V if x < 0 else x + 1
-                prev = np.empty(o0 - p0)
-                mx = 0.0
-                for i in range(o0 - p0):
-                    c = idx[p0 + i]
-                    base = (c * V) % C
-                    a = 0.0
-                    for v in range(lo, hi):
-                        a += T[c, v] * dense_beta[base + v]
-                    prev[i] = a
-                    if a > mx:
-                        mx = a
-                for i in range(o1 - o0):
-                    dense_beta[idx[o0 + i]] = 0.0
-                if mx > 0.0:
-                    for i in range(o0 - p0):
-                        prev[i] /= mx
-                beta = prev
+        for b in range(blk * n // n_blocks, (blk + 1) * n // n_blocks):
+            failed[b] = not _posterior_one(init, T, k, X[b], capacity[b], out[b], acc, mark, dense_beta,
+                                           scratch_idx, scratch_w)
 
 
 @nb.njit(cache=True, nogil=True)
-def _marginal(out, b, t, x, idx, alpha, beta, o0, o1, inv, shift, V):
-    """out[b, t] = one-hot of x if revealed, else the law of digit ``shift`` (from the last) of the slot's contexts."""
+def _posterior_one(init, T, k, x_row, cap, out_row, acc, mark, dense_beta, scratch_idx, scratch_w):
+    """One sequence of :func:`_posterior_kernel`; False when q(x_U) = 0 (out_row is then left as is)."""
+    C, V = T.shape
+    L = x_row.shape[0]
+    slots = max(L - k + 1, 1)
+    idx = np.empty(cap, dtype=np.int64)  # the frontier of every slot, one after the other
+    alpha = np.empty(cap)
+    beta = np.empty(cap)
+    offs = np.zeros(slots + 1, dtype=np.int64)
+    m = _initial_frontier(init, V, k, x_row, L, scratch_idx, scratch_w)
+    if _normalise(scratch_w, m) <= 0.0:
+        return False
+    idx[:m] = scratch_idx[:m]
+    alpha[:m] = scratch_w[:m]
+    offs[1] = m
+    for s in range(1, slots):
+        o0 = offs[s - 1]
+        o1 = offs[s]
+        m = _step(T, x_row[k - 1 + s], idx[o0:o1], alpha[o0:o1], o1 - o0, scratch_idx, scratch_w, acc, mark)
+        if _normalise(scratch_w, m) <= 0.0:
+            return False
+        idx[o1:o1 + m] = scratch_idx[:m]
+        alpha[o1:o1 + m] = scratch_w[:m]
+        offs[s + 1] = o1 + m
+    # backward: beta on the stored frontier of each slot, from the last slot down.  Slot 0 covers
+    # positions 0..min(L, k)-1 (digit j of its contexts); slot s > 0 adds position s+k-1.
+    beta[offs[slots - 1]:offs[slots]] = 1.0
+    for s in range(slots - 1, -1, -1):
+        o0 = offs[s]
+        o1 = offs[s + 1]
+        z = 0.0
+        for i in range(o0, o1):
+            z += alpha[i] * beta[i]
+        inv = 1.0 / z if z > 0.0 else 0.0
+        if s == 0:
+            for j in range(min(L, k)):
+                _marginal(out_row[j], x_row[j], idx, alpha, beta, o0, o1, inv, V ** (k - 1 - j), V)
+            break
+        t = s + k - 1
+        _marginal(out_row[t], x_row[t], idx, alpha, beta, o0, o1, inv, 1, V)
+        # beta of slot s-1: beta(c) = sum_{v matching x_t} T[c, v] beta_s(next(c, v)), max-normalised
+        for i in range(o0, o1):
+            dense_beta[idx[i]] = beta[i]
+        x = x_row[t]
+        lo = 0 if x < 0 else x
+        hi = V if x < 0 else x + 1
+        mx = 0.0
+        for i in range(offs[s - 1], o0):
+            c = idx[i]
+            base = (c * V) % C
+            a = 0.0
+            for v in range(lo, hi):
+                a += T[c, v] * dense_beta[base + v]
+            beta[i] = a
+            if a > mx:
+                mx = a
+        for i in range(o0, o1):
+            dense_beta[idx[i]] = 0.0
+        if mx > 0.0:
+            inv_mx = 1.0 / mx
+            for i in range(offs[s - 1], o0):
+                beta[i] *= inv_mx
+    return True
+
+
+@nb.njit(cache=True, nogil=True)
+def _marginal(out_t, x, idx, alpha, beta, o0, o1, inv, div, V):
+    """out_t = one-hot of x if revealed, else the law of the context digit (idx // div) % V over the slot o0:o1."""
     for v in range(V):
-        out[b, t, v] = 0.0
+        out_t[v] = 0.0
     if x >= 0:
-        out[b, t, x] = 1.0
+        out_t[x] = 1.0
         return
-    div = 1
-    for _ in range(shift):
-        div *= V
-    for i in range(o1 - o0):
-        g = alpha[o0 + i] * beta[i] * inv
+    for i in range(o0, o1):
+        g = alpha[i] * beta[i] * inv
         if g != 0.0:
-            out[b, t, (idx[o0 + i] // div) % V] += g
+            out_t[(idx[i] // div) % V] += g
 
 
 def posterior_marginals(tables: NGramTables, X: np.ndarray, off_support: str = "raise") -> np.ndarray:
