@@ -138,11 +138,14 @@ def test_limits_are_read_from_the_environment(monkeypatch):
     assert resources.work_limit() == resources.DEFAULT_WORK
 
 
-def test_every_language_entry_point_checks_its_size(monkeypatch):
+def test_every_language_entry_point_checks_its_size(monkeypatch, tmp_path):
     """The guard of each API entry point, at a limit small enough to trip it (and not below)."""
     from mdmt.constructions.languages import HMM, interval_hmm, random_hmm, support_size
 
+    from mdmt.constructions.languages import save_language
+
     q = random_ngram(3, 4, 2.0, 0.0, seed=0)
+    big = random_ngram(4, 16, 2.0, 0.0, seed=0)  # 4096 + 65536 probabilities
     X = q.sample(50, 40, seed=1)
     monkeypatch.setenv("MDMT_MAX_WORK", "1000")
     for call in (lambda: q.score(X), lambda: q.in_support(X), lambda: q.posterior_marginals(X),
@@ -163,7 +166,14 @@ def test_every_language_entry_point_checks_its_size(monkeypatch):
         q.posterior_marginals(np.zeros((5000, 40), dtype=np.int64))
     with pytest.raises(resources.ResourceError, match=r"the exact support size 2\^20000000000"):
         support_size(10**10, 5)
+    with pytest.raises(resources.ResourceError, match=r"writing .*big.json as JSON \(69632 probabilities\) needs 3.7 MiB"):
+        save_language(big, tmp_path / "big.json")
+    save_language(big, tmp_path / "big.npz")
     assert q.score(X).shape == (50,) and interval_hmm(3).n_states == 16  # small inputs pass
+    with pytest.raises(resources.ResourceError, match=r"reading .*big.npz \(544.3 KiB of arrays\) needs 1.1 MiB"):
+        load_language(tmp_path / "big.npz")
+    monkeypatch.setenv("MDMT_MAX_MEMORY", "2M")
+    assert not (tmp_path / "big.json").exists() and load_language(tmp_path / "big.npz") == big
 
 
 def test_malformed_npz_headers_are_refused_before_loading(tmp_path):

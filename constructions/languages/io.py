@@ -77,17 +77,25 @@ def language_digest(language) -> str:
     """
     if isinstance(language, NGram):
         h = hashlib.sha256(f"ngram:{language.n}".encode())
-        arrays = (language.initial_, language.transition_)
     elif isinstance(language, HMM):
         h = hashlib.sha256(b"hmm:")
-        arrays = (language.startprob_, language.transmat_, language.emissionprob_)
     else:
         raise ValueError(f"cannot identify a {type(language).__name__}: expected an HMM or an NGram")
-    for a in arrays:
+    for a in _arrays(language):
         a = np.ascontiguousarray(a, dtype=np.float64)
         h.update(repr(a.shape).encode())
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+def _arrays(language) -> tuple:
+    """The parameter arrays of an HMM (pi, A, B) or an NGram (initial, transition)."""
+    if isinstance(language, NGram):
+        return language.initial_, language.transition_
+    return language.startprob_, language.transmat_, language.emissionprob_
+
+
+_JSON_BYTES_PER_ENTRY = 56  # a Python float and its list slot (32 bytes), its ~20 characters of text
 
 
 def _require(d: dict, key: str, where: str):
@@ -146,6 +154,10 @@ def save_language(language, path, *, name: str | None = None, metadata: dict | N
     disk included, ``path`` keeps its old content and an ``OutputError`` names it.
     """
     path = Path(path)
+    if path.suffix != ".npz" and isinstance(language, (HMM, NGram)):
+        entries = sum(a.size for a in _arrays(language))
+        check_memory(f"writing {path} as JSON ({entries} probabilities)", _JSON_BYTES_PER_ENTRY * entries,
+                     "write an .npz file instead")
     d = language_to_dict(language, name=name, metadata=metadata)
     if path.suffix == ".npz":
         arrays = {k: np.asarray(v, dtype=np.float64) for k, v in d.items() if k in ("initial", "transition", "emission")}
