@@ -40,6 +40,10 @@ def probability_array(name: str, value, ndim: int, *, atol: float = DEFAULT_ATOL
     if neg.any():
         idx = tuple(int(i) for i in np.argwhere(neg)[0])
         raise ValueError(f"{name}{_fmt_index(idx)} is a negative probability ({arr[idx]:.6g})")
+    big = arr > 1.0 + atol
+    if big.any():
+        idx = tuple(int(i) for i in np.argwhere(big)[0])
+        raise ValueError(f"{name}{_fmt_index(idx)} = {arr[idx]:.6g} is not a probability (greater than 1)")
     sums = arr.sum(axis=-1)
     off = np.abs(sums - 1.0) > atol
     if np.any(off):

@@ -8,8 +8,9 @@ after either.  The worker runs under a memory limit for mdmt's resource guard
 the guard misses shows up as an out-of-memory outcome rather than a swapping machine.
 
 The contract (docs/reliability.md) is checked by :func:`outcome`: exit status 0 with a
-non-empty standard output holding no NaN, or exit status 2 with exactly one line on standard
-error, ``mdmt <command>: error: ...`` -- never a traceback, a signal or a timeout.
+non-empty standard output holding no NaN (and no NumPy RuntimeWarning on standard error), or
+exit status 2 with exactly one line on standard error, ``mdmt <command>: error: ...`` -- never
+a traceback, a signal or a timeout.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ ADDRESS_SPACE = 6 << 30  # hard limit behind the guard: a missed guard is a Memo
 OK = "exit 0, finite output"
 ERROR = "exit 2, one-line error"
 FAILURES = ("traceback", "malformed error output", "other exit status", "NaN in output", "empty output",
-            "out of memory", "timeout", "killed by a signal")
+            "numeric warning", "out of memory", "timeout", "killed by a signal")
 _NAN = re.compile(r"(?i)(?<![\w.])[-+]?nan(?![\w])")
 
 
@@ -171,6 +172,8 @@ def outcome(res: dict, as_json: bool) -> str:
         return "out of memory" if "out of memory" in lines[0] else ERROR
     if rc != 0:
         return "other exit status"
+    if "RuntimeWarning" in err:  # overflow, invalid value, division by zero: a NaN or inf in the making
+        return "numeric warning"
     if not out.strip():
         return "empty output"
     if as_json:

@@ -322,6 +322,7 @@ def test_the_contract_checker_has_teeth(tmp_path):
     assert outcome({"rc": 0, "out": "ser  nan\n", "err": ""}, False) == "NaN in output"
     assert outcome({"rc": 0, "out": '{"a": NaN}', "err": ""}, True) == "NaN in output"
     assert outcome({"rc": 0, "out": "nanoseconds 3\n", "err": ""}, False) == OK
+    assert outcome({"rc": 0, "out": "x 1\n", "err": "a.py:3: RuntimeWarning: overflow\n"}, False) == "numeric warning"
     assert outcome({"rc": 2, "out": "", "err": "mdmt x: error: out of memory\n"}, False) == "out of memory"
     w = Worker(tmp_path, timeout=6)
     (tmp_path / "s.txt").write_text("0 1\n")

@@ -91,6 +91,7 @@ def test_sampling_arguments_are_checked():
     ([2**1100, 0], r"p must be an array of numbers \(int too large to convert to float\)"),
     ([[0.5, 0.5]], r"p\[0\] is a list, but p must have 1 dimension"),
     ([], r"p must not be empty"),
+    ([1e308, 1e308], r"p\[0\] = 1e\+308 is not a probability \(greater than 1\)"),  # its sum would overflow
 ])
 def test_probabilities_must_be_numbers(value, message):
     """NumPy would turn strings and booleans into numbers silently; mdmt names the entry instead."""
