@@ -31,7 +31,7 @@ import numpy as np
 
 from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
 from mdmt.constructions.outputs import OutputError, atomic_file, check_output_folder, make_folder, write_text
-from mdmt.constructions.resources import check_memory
+from mdmt.constructions.resources import ResourceError, check_memory
 from mdmt.constructions.validation import positive_int
 
 FORMAT = 2
@@ -187,6 +187,8 @@ def ensure(folder: str | os.PathLike, spec: DataSpec, language=None, *, force: b
         try:
             train, val, manifest = load(folder)
             return Stored(train, val, manifest, "loaded (same spec, digests match)")
+        except ResourceError:  # too large to read here is not damage: never regenerate over it
+            raise
         except (ValueError, OSError) as exc:
             status = f"regenerated: {' '.join(str(exc).split())}"
     elif ours:

@@ -456,3 +456,15 @@ def test_an_interrupted_data_set_is_refused_by_load_and_regenerated(tmp_path):
     again = ensure(tmp_path / "d", spec)
     assert again.status.startswith("regenerated: ") and np.array_equal(again.train, first.train)
     assert load(tmp_path / "d")[2] == manifest
+
+
+def test_a_data_set_too_large_to_read_here_is_not_regenerated_over(tmp_path, monkeypatch):
+    from mdmt.empirical.data import DataSpec, ensure
+
+    spec = DataSpec(language="preset:2gram", num_train=2000, num_val=5, length=64)
+    ensure(tmp_path / "d", spec)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "d").iterdir()}
+    monkeypatch.setenv("MDMT_MAX_MEMORY", "256K")
+    with pytest.raises(resources.ResourceError, match=r"reading .*train.npy"):
+        ensure(tmp_path / "d", spec)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "d").iterdir()} == before
