@@ -16,6 +16,7 @@ a traceback, a signal or a timeout.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import json
 import os
@@ -39,6 +40,10 @@ WORKER_ENV = {
     "CUDA_VISIBLE_DEVICES": "",
     "MPLBACKEND": "Agg",
 }
+WARM_UP = ("mdmt.commands.curve", "mdmt.bounds.curves", "mdmt.bounds.verify", "mdmt.constructions.reverse.exact",
+           "mdmt.constructions.reverse.sampler", "mdmt.empirical.train", "mdmt.empirical.experiments",
+           "mdmt.empirical.sampling", "matplotlib.pyplot")
+STARTUP_TIMEOUT = 300.0  # seconds for a worker to import everything (not counted in any case's time bound)
 ADDRESS_SPACE = 6 << 30  # hard limit behind the guard: a missed guard is a MemoryError, not a dead machine
 
 OK = "exit 0, finite output"
@@ -57,6 +62,11 @@ def serve() -> None:
 
     faulthandler.enable()  # a crash prints the Python stack to the worker's log
     reply = os.fdopen(int(os.environ["MDMT_FUZZ_REPLY_FD"]), "w")
+    for name in filter(None, os.environ["MDMT_FUZZ_WARM_UP"].split(",")):  # heavy imports, before any timed case
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    reply.write(MARK + json.dumps({"ready": True}) + "\n")
+    reply.flush()
     for line in sys.stdin:
         req = json.loads(line)
         os.chdir(req["cwd"])
@@ -87,15 +97,16 @@ def _limit_address_space():  # pragma: no cover - runs in the child
 class Worker:
     """A persistent ``mdmt`` worker process; :meth:`run` restarts it after a crash or a timeout."""
 
-    def __init__(self, log_dir: Path, timeout: float):
+    def __init__(self, log_dir: Path, timeout: float, warm_up: tuple = WARM_UP):
         self.log_dir = Path(log_dir)
         self.timeout = timeout
+        self.warm_up = warm_up
         self.proc = None
         self.starts = 0
 
     def _start(self):
         r, w = os.pipe()
-        env = {**os.environ, **WORKER_ENV, "MDMT_FUZZ_REPLY_FD": str(w),
+        env = {**os.environ, **WORKER_ENV, "MDMT_FUZZ_REPLY_FD": str(w), "MDMT_FUZZ_WARM_UP": ",".join(self.warm_up),
                "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         env.pop("MDMT_DEBUG", None)
         self.starts += 1
@@ -106,6 +117,9 @@ class Worker:
         os.close(w)
         self.reply = os.fdopen(r, "rb", buffering=0)
         self.buffer = b""
+        ready = self._answer(STARTUP_TIMEOUT)
+        if ready.get("ready") is not True:
+            raise RuntimeError(f"the fuzz worker did not start: {ready}")
 
     def close(self):
         if self.proc is not None:
@@ -135,7 +149,11 @@ class Worker:
         except BrokenPipeError:  # died between requests: start again
             self.close()
             return self.run(argv, cwd, python)
-        deadline = time.monotonic() + self.timeout
+        return self._answer(self.timeout)
+
+    def _answer(self, timeout: float) -> dict:
+        """The worker's next reply, or {"rc": "timeout" | "signal NAME"} (the worker is then stopped)."""
+        deadline = time.monotonic() + timeout
         while MARK.encode() not in self.buffer or not self.buffer.endswith(b"\n"):
             left = deadline - time.monotonic()
             ready = select.select([self.reply], [], [], max(0.0, left))[0] if left > 0 else []
@@ -143,7 +161,7 @@ class Worker:
                 self.proc.kill()
                 self.proc.wait()
                 self.close()
-                return {"rc": "timeout", "out": "", "err": "", "seconds": self.timeout}
+                return {"rc": "timeout", "out": "", "err": "", "seconds": timeout}
             chunk = self.reply.read(1 << 16)
             if not chunk:  # the worker died
                 code = self.proc.wait()

@@ -1,14 +1,14 @@
 """Fuzzing every ``mdmt`` subcommand with hostile arguments and input files (docs/reliability.md).
 
-Hypothesis builds argument lists for each subcommand from pools of valid and hostile values
--- zero, negative, huge (10^9, 10^30), NaN, infinite, empty and wrong-type numbers; malformed
+Hypothesis builds a valid argument list for each subcommand and makes 0-3 of its options
+hostile -- zero, negative, huge (10^9, 10^30), NaN, infinite, empty and wrong-type numbers; malformed
 language files (strings, booleans, null, NaN, wrong shapes, absurd orders, deep nesting,
-binary junk, zip bombs); malformed sequence files; malformed schedules; output paths that
+binary junk, forged .npz headers); malformed sequence files; malformed schedules; output paths that
 are folders, missing folders or other users' files -- and checks the contract on each run:
 exit 0 with finite output, or exit 2 with exactly one line on standard error; never a
 traceback, a signal or a run past the time bound (tests/fuzz_support.py).
 
-The default run tries a few cases per command (the `mdmt` Hypothesis profile is
+The default run tries 8 cases per command (the `mdmt` Hypothesis profile is
 derandomized, so CI runs the same cases every time); ``--runslow`` adds the thorough run.
 ``MDMT_FUZZ_COUNTS=counts.json`` records how many inputs gave each outcome.
 
@@ -324,7 +324,7 @@ def test_the_contract_checker_has_teeth(tmp_path):
     assert outcome({"rc": 0, "out": "nanoseconds 3\n", "err": ""}, False) == OK
     assert outcome({"rc": 0, "out": "x 1\n", "err": "a.py:3: RuntimeWarning: overflow\n"}, False) == "numeric warning"
     assert outcome({"rc": 2, "out": "", "err": "mdmt x: error: out of memory\n"}, False) == "out of memory"
-    w = Worker(tmp_path, timeout=6)
+    w = Worker(tmp_path, timeout=6, warm_up=("mdmt.commands.score",))
     (tmp_path / "s.txt").write_text("0 1\n")
     argv = ["score", "--language", "preset:2gram", "--sequences", "s.txt"]
     try:  # a real crash and a real hang inside the worker are caught, and the worker comes back after each
