@@ -248,8 +248,8 @@ def strategies() -> dict:
 
 
 STRATEGIES = strategies()
-# Commands whose remaining failures belong to changes made elsewhere (each reason names the item of the
-# reliability work that fixes it); strict=False: they pass once those are merged.
+# Commands that do not keep the contract on every input yet: each reason names the item of the
+# reliability work (docs/reliability.md) that is missing; strict=False, so they pass once it is done.
 PENDING = {
     "exact": "item 5: mdmt exact computes (|V|+1)^L before its size check",
     "curve ter": "items 5-6: mdmt curve ter size and argument checks (huge --lengths, --n, --eps-learning)",

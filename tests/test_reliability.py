@@ -213,9 +213,9 @@ def test_transition_rows_as_strings_or_booleans_are_refused():
         NGram(2, [0.5, 0.5], np.array([["0.5", "0.5"], ["1.0", "0.0"]]))
 
 
-# ----------------------------------------------------------------------------- the reproductions, as a table
-# Each row: the command, and what it must now give (OK, or ERROR with a message fragment).  Rows that
-# belong to changes made outside the languages, outputs and data sets carry an xfail mark naming their item.
+# ----------------------------------------------------------------------------- the reported failures, as a table
+# Each row: the command, and what it must now give (OK, or ERROR with a message fragment).  Rows of
+# commands that do not check their arguments and sizes yet carry an xfail mark naming what is missing.
 def _pending(reason):
     return pytest.mark.xfail(strict=False, reason=reason)
 
