@@ -22,6 +22,13 @@ the timed sequences.
 The goals checked at the end: scoring >= 10x hmmlearn's fastest ``score`` and >= 30 % of the
 measured peak; posteriors >= 5x hmmlearn's fastest ``score_samples``; support checks
 >= 100,000 sequences/s at L = 512.
+
+Second table (``--ngrams``, default ``3gram,4gram,4gram:16``): n-grams scored straight from their
+tables (:mod:`mdmt.constructions.languages.ngram_inference`, the path ``NGram`` uses) against the
+same n-gram's equivalent HMM (``to_hmm()``, V^(n-1) hidden states, the path used before), on the
+same sequences, fully revealed and with half the positions masked; ``NAME:V`` is a random n-gram
+with the preset's parameters over V symbols.  Both give the same numbers (checked here to 1e-9 and
+in tests/test_inference.py); the ratio is HMM time / table time.
 """
 
 from __future__ import annotations
@@ -63,6 +70,9 @@ def main():
     ap.add_argument("--hmmlearn-fraction", type=float, default=1.0,
                     help="time hmmlearn on this fraction of the sequences and scale (default 1: all)")
     ap.add_argument("--json", help="also write the results to this JSON file")
+    ap.add_argument("--ngrams", default="3gram,4gram,4gram:16",
+                    help="n-grams for the table-vs-HMM comparison: preset names, NAME:V for V symbols ('' for none)")
+    ap.add_argument("--ngram-length", type=int, default=512, help="L of the n-gram comparison (default 512)")
     args = ap.parse_args()
 
     import hmmlearn
@@ -84,7 +94,7 @@ def main():
     print("-" * len(header))
     results = []
     goals = []
-    for L in [int(v) for v in args.lengths.split(",")]:
+    for L in [int(v) for v in args.lengths.split(",") if v]:  # --lengths '': the n-gram table alone
         X = q.sample(args.num, L, seed=1)
         q.score(X[:8]), q.posterior_marginals(X[:8]), q.in_support(X[:8])  # compile / load the numba cache
         flops_fwd = 2.0 * L * S * S * args.num
@@ -143,11 +153,52 @@ def main():
     print("goals:")
     for L, what, value, target in goals:
         print(f"  L={L:<5} {what:<52} {value:>12,.1f}  {'met' if value >= target else 'NOT met'}")
+    ngram_rows = ngram_comparison(args) if args.ngrams else []
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"info": info, "results": results,
+            json.dump({"info": info, "results": results, "ngrams": ngram_rows,
                        "goals": [{"L": L, "goal": w, "value": v, "target": t, "met": v >= t} for L, w, v, t in goals]},
                       fh, indent=1)
+
+
+def ngram_comparison(args) -> list[dict]:
+    """n-gram tables (ngram_inference) against the equivalent HMM (inference on to_hmm()), same sequences."""
+    from mdmt.constructions.languages import PRESETS, random_ngram
+    from mdmt.constructions.validation import MASK
+
+    L = args.ngram_length
+    print(f"\nn-grams: tables (NGram, ngram_inference) against the equivalent HMM (to_hmm()), L = {L}, "
+          f"{args.num} sequences; ratio = HMM time / table time")
+    header = f"{'language':<12} {'contexts':>8}  {'routine':<32} {'tables s':>9} {'HMM s':>9} {'ratio':>8}"
+    print(header)
+    print("-" * len(header))
+    rows = []
+    for name in [v for v in args.ngrams.split(",") if v]:
+        base, _, vocab = name.partition(":")
+        pr = PRESETS[base]
+        q = random_ngram(pr.n, int(vocab) if vocab else pr.vocab_size, pr.temperature, pr.threshold, seed=0)
+        h = q.to_hmm()
+        X = q.sample(args.num, L, seed=1)
+        M = X.copy()
+        M[np.random.default_rng(2).random(M.shape) < 0.5] = MASK
+        work = [("score", lambda lang: lang.score(X)), ("score, half masked", lambda lang: lang.score(M)),
+                ("in_support", lambda lang: lang.in_support(X)),
+                ("in_support, half masked", lambda lang: lang.in_support(M)),
+                ("posterior_marginals, half masked", lambda lang: lang.posterior_marginals(M[: max(1, args.num // 10)])),
+                ("sample", lambda lang: lang.sample(args.num, L, seed=3))]
+        for routine, f in work:
+            a, b = f(q), f(h)  # warm up (numba) and compare
+            if a.dtype.kind == "f":
+                with np.errstate(invalid="ignore"):
+                    assert np.allclose(a, b, rtol=1e-9, atol=1e-12), f"{name} {routine}: paths differ"
+            else:
+                assert np.array_equal(a, b), f"{name} {routine}: paths differ"
+            t_tab = best_of(lambda: f(q), args.repeats)
+            t_hmm = best_of(lambda: f(h), args.repeats)
+            print(f"{name:<12} {q.n_contexts:>8}  {routine:<32} {t_tab:>9.4f} {t_hmm:>9.4f} {t_hmm / t_tab:>7.1f}x")
+            rows.append({"language": name, "contexts": q.n_contexts, "routine": routine, "tables_s": t_tab,
+                         "hmm_s": t_hmm, "ratio": t_hmm / t_tab})
+    return rows
 
 
 if __name__ == "__main__":

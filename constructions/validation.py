@@ -23,9 +23,10 @@ def probability_array(name: str, value, ndim: int, *, atol: float = DEFAULT_ATOL
     vector along the last axis sums to 1 within ``atol``.  The error names the
     first offending entry or row.
     """
+    _check_numbers(name, value, ndim)
     try:
         arr = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"{name} must be an array of numbers ({exc})") from None
     if arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
@@ -39,6 +40,10 @@ def probability_array(name: str, value, ndim: int, *, atol: float = DEFAULT_ATOL
     if neg.any():
         idx = tuple(int(i) for i in np.argwhere(neg)[0])
         raise ValueError(f"{name}{_fmt_index(idx)} is a negative probability ({arr[idx]:.6g})")
+    big = arr > 1.0 + atol
+    if big.any():
+        idx = tuple(int(i) for i in np.argwhere(big)[0])
+        raise ValueError(f"{name}{_fmt_index(idx)} = {arr[idx]:.6g} is not a probability (greater than 1)")
     sums = arr.sum(axis=-1)
     off = np.abs(sums - 1.0) > atol
     if np.any(off):
@@ -52,6 +57,35 @@ def probability_array(name: str, value, ndim: int, *, atol: float = DEFAULT_ATOL
         arr = arr / arr.sum(axis=-1, keepdims=True)
     arr.setflags(write=False)
     return arr
+
+
+def _check_numbers(name: str, value, ndim: int) -> None:
+    """Refuse entries that NumPy would silently turn into numbers: strings, booleans, None, nested objects.
+
+    ``np.array(["0.5", True], dtype=float)`` is ``[0.5, 1.0]``; a probability written as a
+    string or a boolean in a language file is a mistake, and the error names its index.
+    """
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "fiu":
+            raise ValueError(f"{name} must be an array of numbers, got an array of dtype {value.dtype}")
+        return
+    if isinstance(value, (str, bytes, bool, np.bool_, dict)) or value is None:
+        raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__} {value!r:.40}")
+    if isinstance(value, (list, tuple)):
+        _check_list(name, value, (), ndim)
+
+
+def _check_list(name: str, seq, idx: tuple, ndim: int) -> None:
+    if len(idx) >= ndim:
+        raise ValueError(f"{name}{_fmt_index(idx)} is a list, but {name} must have {ndim} dimension(s)")
+    if all(type(v) is float or type(v) is int for v in seq):  # the common case, fast
+        return
+    for i, v in enumerate(seq):
+        if isinstance(v, (list, tuple)):
+            _check_list(name, v, idx + (i,), ndim)
+        elif isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            what = "a boolean" if isinstance(v, (bool, np.bool_)) else f"a {type(v).__name__}"
+            raise ValueError(f"{name}{_fmt_index(idx + (i,))} is {what} ({v!r:.40}), not a number")
 
 
 def _fmt_index(idx: tuple[int, ...]) -> str:

@@ -4,7 +4,12 @@ A data set is a folder holding ``train.npy`` and ``val.npy`` (uint8 or int32 tok
 (n, L)) and ``manifest.json`` (language SPEC, seed, sizes, vocabulary size and a SHA-256 of
 each array).  Everything is a function of (language, seed, sizes, L): the train and
 validation sets are drawn by ``language.sample`` from two independent child seeds of
-``np.random.SeedSequence(seed)``, so a deleted or mismatched folder is regenerated bit for bit.
+``np.random.SeedSequence(seed)``, so a deleted or damaged set is regenerated bit for bit.
+
+Writing is atomic and non-destructive (:mod:`mdmt.constructions.outputs`): each file is written
+to a temporary file and renamed, the manifest last, and :func:`ensure` replaces only a data set
+mdmt wrote for the same spec -- another spec's set, or files that are not an mdmt data set, are
+refused unless ``force=True`` (``mdmt data --force``).
 
 The language is named by a SPEC (:mod:`mdmt.constructions.languages.spec`): ``preset:3gram-ter:0``
 (the ``-ter`` variants, threshold 0, are the ones used for TER, the pruned ones for SER),
@@ -25,6 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
+from mdmt.constructions.outputs import OutputError, atomic_file, check_output_folder, make_folder, write_text
+from mdmt.constructions.resources import ResourceError, check_memory
 from mdmt.constructions.validation import positive_int
 
 FORMAT = 2
@@ -66,6 +73,8 @@ def digest(a: np.ndarray) -> str:
 
 def generate(spec: DataSpec, language=None) -> tuple[np.ndarray, np.ndarray]:
     """(train, val) int64 arrays drawn from the language; deterministic in ``spec``."""
+    check_memory(f"a data set of {spec.num_train} + {spec.num_val} sequences of length {spec.length}",
+                 _PEAK_BYTES_PER_TOKEN * (spec.num_train + spec.num_val) * spec.length, "use fewer or shorter sequences")
     lang = spec.build_language() if language is None else language
     s_train, s_val = np.random.SeedSequence(spec.seed).spawn(2)
     train = lang.sample(spec.num_train, spec.length, np.random.default_rng(s_train))
@@ -73,32 +82,49 @@ def generate(spec: DataSpec, language=None) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(train, dtype=np.int64), np.asarray(val, dtype=np.int64)
 
 
+_PEAK_BYTES_PER_TOKEN = 24  # int64 draws, their stored copy and the int64 copy that is digested
+FILES = ("train.npy", "val.npy", "manifest.json")
+
+
 def _store_dtype(V: int):
     return np.uint8 if V <= 256 else np.int32
 
 
 def save(folder: str | os.PathLike, spec: DataSpec, train: np.ndarray, val: np.ndarray, vocab_size: int) -> Path:
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write a data set so that every file is complete or absent, whatever interrupts it.
+
+    A manifest marked ``"complete": false`` is written first, then each array atomically, then the
+    final manifest: an interrupted write leaves a folder that :func:`load` refuses and
+    :func:`load_or_create` regenerates (it is mdmt's own, for the same spec).
+    """
+    folder = make_folder(folder)
     dt = _store_dtype(vocab_size)
-    np.save(folder / "train.npy", train.astype(dt))
-    np.save(folder / "val.npy", val.astype(dt))
-    manifest = {"format": FORMAT, **asdict(spec), "vocab_size": vocab_size,
-                "sha256": {"train": digest(train.astype(np.int64)), "val": digest(val.astype(np.int64))}}
-    tmp = folder / "manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
-    os.replace(tmp, folder / "manifest.json")
+    head = {"format": FORMAT, **asdict(spec), "vocab_size": vocab_size}
+    write_text(folder / "manifest.json", json.dumps({**head, "complete": False}, indent=1) + "\n")
+    for name, arr in (("train", train), ("val", val)):
+        with atomic_file(folder / f"{name}.npy", "wb") as fh:
+            np.save(fh, arr.astype(dt))
+    manifest = {**head, "sha256": {"train": digest(train.astype(np.int64)), "val": digest(val.astype(np.int64))}}
+    write_text(folder / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     return folder
 
 
 def read_manifest(folder: str | os.PathLike) -> dict | None:
+    """The folder's data-set manifest, or None when there is none or manifest.json is not one."""
     path = Path(folder) / "manifest.json"
-    if not path.exists():
-        return None
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):
         return None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        return manifest if isinstance(manifest, dict) else None  # an old format is reported by load()
+    if not all(f in manifest for f in DataSpec.__dataclass_fields__):
+        return None
+    if manifest.get("complete") is not False:  # complete: both digests must be recorded
+        sha = manifest.get("sha256")
+        if not (isinstance(sha, dict) and all(isinstance(sha.get(k), str) for k in ("train", "val"))):
+            return None
+    return manifest
 
 
 def load(folder: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -110,31 +136,91 @@ def load(folder: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, dict]:
     if manifest.get("format") != FORMAT:
         raise ValueError(f"{folder}: data set format {manifest.get('format')!r}, this mdmt reads format {FORMAT}; "
                          "write it again with mdmt data")
-    train = np.load(folder / "train.npy").astype(np.int64)
-    val = np.load(folder / "val.npy").astype(np.int64)
-    for name, arr in (("train", train), ("val", val)):
-        if digest(arr) != manifest["sha256"][name]:
-            raise ValueError(f"{folder / (name + '.npy')} does not match the SHA-256 in its manifest")
-    return train, val, manifest
-
-
-def load_or_create(folder: str | os.PathLike, spec: DataSpec, language=None) -> tuple[np.ndarray, np.ndarray]:
-    """Load the data set in ``folder`` if its manifest matches ``spec``, else (re)generate and save it."""
-    manifest = read_manifest(folder)
-    if manifest is not None and manifest.get("format") == FORMAT and all(manifest.get(k) == v for k, v in asdict(spec).items()):
+    if manifest.get("complete") is False:
+        raise ValueError(f"{folder}: the data set was not completely written (interrupted); run mdmt data again")
+    arrays = {}
+    for name, rows in (("train", manifest["num_train"]), ("val", manifest["num_val"])):
+        path = folder / f"{name}.npy"
+        if not path.is_file():
+            raise ValueError(f"{path} is missing")
+        check_memory(f"reading {path}", 9 * path.stat().st_size, "is it the right folder?")
         try:
-            train, val, _ = load(folder)
-            return train, val
-        except (ValueError, OSError):
-            pass  # corrupted: regenerate below
+            arr = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as exc:
+            raise ValueError(f"{path} is not a readable .npy array ({' '.join(str(exc).split())})") from None
+        if arr.shape != (rows, manifest["length"]) or arr.dtype.kind not in "iu":
+            raise ValueError(f"{path} holds a {arr.dtype} array of shape {arr.shape}, its manifest says "
+                             f"({rows}, {manifest['length']}) tokens")
+        arrays[name] = arr.astype(np.int64)
+        if digest(arrays[name]) != manifest["sha256"][name]:
+            raise ValueError(f"{path} does not match the SHA-256 in its manifest")
+    return arrays["train"], arrays["val"], manifest
+
+
+@dataclass
+class Stored:
+    """A data set in a folder and what :func:`ensure` did to get it."""
+
+    train: np.ndarray
+    val: np.ndarray
+    manifest: dict
+    status: str  # "loaded (same spec, digests match)", "written", "regenerated: ...", "replaced ...: ..."
+
+
+def _differences(manifest: dict, spec: DataSpec) -> str:
+    return ", ".join(f"{k} {manifest.get(k)!r} here, {v!r} asked" for k, v in asdict(spec).items()
+                     if manifest.get(k) != v)
+
+
+def ensure(folder: str | os.PathLike, spec: DataSpec, language=None, *, force: bool = False) -> Stored:
+    """The data set of ``spec`` in ``folder``: loaded if stored there intact, else (re)generated and saved.
+
+    mdmt only replaces files it wrote for the same spec: a folder holding another spec's data set,
+    or a train.npy, val.npy or manifest.json that is not an mdmt data set, is refused with an
+    ``OutputError`` unless ``force``.  A damaged or half-written set of the same spec is
+    regenerated, and the status says so.
+    """
+    folder = check_output_folder(folder)
+    manifest = read_manifest(folder)
+    ours = manifest is not None and manifest.get("format") == FORMAT
+    if ours and not _differences(manifest, spec):
+        try:
+            train, val, manifest = load(folder)
+            return Stored(train, val, manifest, "loaded (same spec, digests match)")
+        except ResourceError:  # too large to read here is not damage: never regenerate over it
+            raise
+        except (ValueError, OSError) as exc:
+            status = f"regenerated: {' '.join(str(exc).split())}"
+    elif ours:
+        diff = _differences(manifest, spec)
+        if not force:
+            raise OutputError(f"{folder} holds a data set of another spec ({diff}); pass --force to replace it "
+                              "or choose another folder")
+        status = f"replaced a data set of another spec ({diff}) (--force)"
+    else:
+        present = [f for f in FILES if (folder / f).exists()]
+        if present and not force:
+            raise OutputError(f"{folder / present[0]} exists and is not part of an mdmt data set; pass --force to "
+                              "overwrite it or choose another folder")
+        status = f"written (over {', '.join(present)}: --force)" if present else "written"
     lang = spec.build_language() if language is None else language
     train, val = generate(spec, lang)
     save(folder, spec, train, val, lang.n_symbols)
-    return train, val
+    return Stored(train, val, read_manifest(folder), status)
+
+
+def load_or_create(folder: str | os.PathLike, spec: DataSpec, language=None, *,
+                   force: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(train, val) of :func:`ensure`."""
+    stored = ensure(folder, spec, language, force=force)
+    return stored.train, stored.val
 
 
 def spec_of(manifest: dict) -> DataSpec:
-    """The DataSpec a manifest records."""
+    """The DataSpec a manifest records (ValueError naming a missing field)."""
+    missing = [f for f in DataSpec.__dataclass_fields__ if f not in manifest]
+    if missing:
+        raise ValueError(f"data set manifest lacks {missing[0]!r}")
     return DataSpec(**{f: manifest[f] for f in DataSpec.__dataclass_fields__})
 
 

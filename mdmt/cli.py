@@ -1,14 +1,21 @@
 """The ``mdmt`` console script: one entry point, one module per subcommand.
 
 Each module in :mod:`mdmt.commands` defines ``HELP`` (one line), ``add_arguments(parser)``
-and ``run(args) -> int``; only the module of the command being run is imported.  Errors from bad input (``ValueError``, missing files)
-are printed as one line, ``mdmt <command>: error: ...``, with exit status 2.
+and ``run(args) -> int``; only the module of the command being run is imported.
+
+The contract (docs/reliability.md): a command exits 0 with its output, or 2 with exactly one
+line on standard error, ``mdmt <command>: error: ...``.  Every expected error is such a line:
+bad input (``ValueError``, which includes the resource guard's ``ResourceError`` and the output
+checks' ``OutputError``), any ``OSError`` on an input or output path (missing file, folder,
+permission, full disk), arithmetic overflow, and -- as a last line of defence -- running out of
+memory or stack.  ``MDMT_DEBUG=1`` shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from . import __version__
@@ -67,16 +74,31 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     try:
         return int(args._run(args) or 0)
-    except (ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        msg = str(exc) if not isinstance(exc, OSError) or not exc.filename else f"{exc.strerror}: {exc.filename}"
-        print(f"mdmt {args._name}: error: {msg}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # output piped into e.g. `head`
         sys.stderr.close()
         return 0
     except KeyboardInterrupt:
         print(f"mdmt {args._name}: interrupted", file=sys.stderr)
         return 130
+    except (ValueError, OSError, OverflowError, MemoryError, RecursionError) as exc:
+        if os.environ.get("MDMT_DEBUG") == "1":
+            raise
+        print(f"mdmt {args._name}: error: {error_line(exc)}", file=sys.stderr)
+        return 2
+
+
+def error_line(exc: BaseException) -> str:
+    """The one-line message of an expected error (no traceback, no newline)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        msg = f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    elif isinstance(exc, MemoryError):
+        msg = (f"out of memory{': ' + str(exc) if str(exc) else ''} (the inputs need more memory than this machine "
+               "has; set MDMT_MAX_MEMORY to make mdmt refuse such inputs before it starts)")
+    elif isinstance(exc, RecursionError):
+        msg = f"input nested too deeply ({exc})"
+    else:
+        msg = str(exc) or type(exc).__name__
+    return " ".join(msg.split())
 
 
 if __name__ == "__main__":

@@ -283,3 +283,18 @@ def leave_one_out_by_enumeration(X: np.ndarray, q: np.ndarray, x) -> np.ndarray:
         others = np.all(np.delete(X, i, axis=1) == np.delete(x, i), axis=1)
         out.append(np.log(q[others & (X[:, i] == x[i])].sum() / q[others].sum()))
     return np.array(out)
+
+
+def posterior_by_enumeration(X: np.ndarray, q: np.ndarray, partial: np.ndarray) -> np.ndarray:
+    """q(x_i = v | x_U) as an (L, V) table by summing the joint table over the completions of ``partial``.
+
+    Revealed positions get their one-hot vector; ``partial`` must have q(x_U) > 0.
+    """
+    keep = partial >= 0
+    match = np.all(X[:, keep] == partial[keep], axis=1)
+    w = q * match
+    V = int(X.max()) + 1
+    out = np.zeros((X.shape[1], V))
+    for i in range(X.shape[1]):
+        out[i] = np.bincount(X[:, i], weights=w, minlength=V)
+    return out / w.sum()

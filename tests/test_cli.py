@@ -57,6 +57,7 @@ def test_language_presets_and_custom_generators(tmp_path, capsys):
     assert load_language(tmp_path / "i.json") == interval_hmm(3)
     capsys.readouterr()
 
+    out = tmp_path / "g.json"
     assert main(["language", "--kind", "ngram", "--n", "2", "--vocab", "5", "--temperature", "1.5",
                  "--threshold", "0.01", "--seed", "2", "--out", str(out)]) == 0
     assert load_language(out) == random_ngram(2, 5, 1.5, 0.01, 2)
@@ -209,3 +210,34 @@ def test_python_m_mdmt(tmp_path):
     assert p.returncode == 0, p.stderr
     # l = 3: token bits (c_ab) MSB-first; 000 and 333 are consistent, 001 is not (c_12 = 0 at position 1, 1 at position 2)
     assert [r["in_support"] for r in json.loads(p.stdout)] == [True, False, True]
+
+
+def test_sample_out_is_read_back_by_score(tmp_path, capsys):
+    """mdmt sample --out writes a # header line naming the request; mdmt score skips it."""
+    out = tmp_path / "s.txt"
+    assert main(["sample", "--language", "preset:2gram-ter", "-L", "6", "-N", "3", "--num", "4", "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "# mdmt sample --language preset:2gram-ter --length 6 --steps 3 --num 4 --seed 0 --schedule linear"
+    assert np.loadtxt(out, dtype=int).shape == (4, 6)  # NumPy skips the header too
+    capsys.readouterr()
+    res = run_json(capsys, ["score", "--language", "preset:2gram-ter", "--sequences", str(out)])
+    X = np.loadtxt(out, dtype=np.int64)
+    assert [r["log_likelihood"] for r in res] == pytest.approx(preset("2gram-ter").score(X).tolist(), rel=1e-12)
+
+
+def test_error_lines_are_one_line():
+    from mdmt.cli import error_line
+
+    assert error_line(ValueError("a\nb  c")) == "a b c"
+    assert error_line(FileNotFoundError(2, "No such file or directory", "x.json")) == "No such file or directory: x.json"
+    assert error_line(OSError(28, "No space left on device")) == "No space left on device"
+    assert error_line(MemoryError()).startswith("out of memory (the inputs need more memory")
+    assert error_line(RecursionError("maximum recursion depth exceeded")) == \
+        "input nested too deeply (maximum recursion depth exceeded)"
+    assert error_line(ValueError()) == "ValueError"
+
+
+def test_debug_mode_shows_the_traceback(monkeypatch, capsys):
+    monkeypatch.setenv("MDMT_DEBUG", "1")
+    with pytest.raises(ValueError, match="unknown preset"):
+        main(["score", "--language", "preset:nope", "--sequences", "s.txt"])

@@ -48,9 +48,11 @@ def test_folder_round_trip_regeneration_and_damage(tmp_path):
         load(folder)
     t4, _ = load_or_create(folder, SPEC)
     assert np.array_equal(t4, train)
-    # Another spec in the same folder: rewritten with the new spec.
+    # Another spec in the same folder: refused, then replaced with --force (force=True).
     spec2 = DataSpec(**{**SPEC.__dict__, "num_train": 50})
-    t5, _ = load_or_create(folder, spec2)
+    with pytest.raises(ValueError, match="holds a data set of another spec"):
+        load_or_create(folder, spec2)
+    t5, _ = load_or_create(folder, spec2, force=True)
     assert t5.shape == (50, 12) and read_manifest(folder)["num_train"] == 50
 
 

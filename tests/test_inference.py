@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from mdmt.constructions.languages import HMM, NGram
 from mdmt.constructions.validation import MASK
-from mdmt.constructions.languages import inference
-from tests.reference import all_sequences, hmm_joint, masked_marginal
+from mdmt.constructions.languages import inference, ngram_inference
+from tests.reference import all_sequences, hmm_joint, masked_marginal, ngram_joint, posterior_by_enumeration
 
 
 def _random_stochastic(rng, shape, zero_frac):
@@ -185,3 +185,109 @@ def test_support_large_state_space_without_byte_table():
     no_table = dataclasses.replace(p, succ_table=np.zeros((0, 256, p.start_bits.shape[0]), dtype=np.uint64))
     np.testing.assert_array_equal(inference.support(p, X), inference.support(no_table, X))
     np.testing.assert_array_equal(inference.support(p, X), np.isfinite(hmm.score(X)))
+
+
+@st.composite
+def ngrams_up_to_4(draw):
+    seed = draw(st.integers(0, 2**32 - 1))
+    n = draw(st.integers(2, 4))
+    V = draw(st.integers(1, 3))
+    zero = draw(st.sampled_from([0.0, 0.3, 0.6]))
+    rng = np.random.default_rng(seed)
+    C = V ** (n - 1)
+    return NGram(n, _random_stochastic(rng, C, zero), _random_stochastic(rng, (C, V), zero))
+
+
+@given(ngrams_up_to_4(), st.integers(1, 5), st.integers(0, 2**32 - 1))
+def test_ngram_tables_path_equals_the_hmm_path_and_brute_force(ng, L, seed):
+    """The direct n-gram routines (frontier of contexts) against the equivalent HMM and against enumeration.
+
+    Three code paths: ngram_inference (contexts), inference on to_hmm() (window states) and the joint
+    table of tests/reference.py (initial law times conditionals), on partial sequences with L < n too.
+    """
+    rng = np.random.default_rng(seed)
+    X = all_sequences(ng.n_symbols, L)
+    q = ngram_joint(ng, L)
+    partial = X[rng.integers(len(X), size=8)].copy()
+    partial[rng.random(partial.shape) < 0.5] = MASK
+    partial[0] = MASK  # the fully masked sequence: q(x_U) = 1
+    ref = np.array([masked_marginal(X, q, x) for x in partial])
+    hmm = ng.to_hmm()
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(ng.score(partial), np.log(ref), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(ng.score(partial), hmm.score(partial), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(ng.score(X), np.log(q), rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(ng.in_support(partial), ref > 0)
+    np.testing.assert_array_equal(ng.in_support(X), q > 0)
+    post = ng.posterior_marginals(partial, off_support="uniform")
+    np.testing.assert_allclose(post, hmm.posterior_marginals(partial, off_support="uniform"), rtol=1e-9, atol=1e-12)
+    for x, P, z in zip(partial, post, ref):
+        if z > 0:
+            np.testing.assert_allclose(P, posterior_by_enumeration(X, q, x), rtol=1e-9, atol=1e-12)
+    if np.any(ref == 0):
+        with pytest.raises(ValueError, match="has probability 0 under the language"):
+            ng.posterior_marginals(partial)
+
+
+@given(ngrams_up_to_4(), st.integers(1, 7), st.integers(0, 2**16))
+def test_ngram_sampling_draws_the_hmm_paths_sequences(ng, L, seed):
+    """Same seed, same sequences bit for bit: stored data sets stay reproducible whichever path drew them."""
+    np.testing.assert_array_equal(ng.sample(40, L, seed=seed), ng.to_hmm().sample(40, L, seed=seed))
+    a = ngram_inference.sample(ng._tables, 40, L, np.random.default_rng(seed), chunk=3)
+    np.testing.assert_array_equal(a, ng.sample(40, L, seed=seed))
+
+
+def test_a_large_ngram_is_scored_without_its_hmm(monkeypatch):
+    """A 4-gram over 32 symbols: 32768 contexts, an equivalent HMM of 48 GiB; its own tables are 8 MiB.
+
+    Under a 1 GiB limit the HMM form is refused, and every routine still works: the scores equal the
+    chain rule summed with NumPy, the posteriors of a masked position the normalised conditionals.
+    """
+    monkeypatch.setenv("MDMT_MAX_MEMORY", "1G")
+    rng = np.random.default_rng(0)
+    V, k = 32, 3
+    ng = NGram(4, _random_stochastic(rng, V**k, 0.0), _random_stochastic(rng, (V**k, V), 0.5))
+    with pytest.raises(ValueError, match="the HMM form of this 4-gram .* needs 48.0 GiB of memory, more than the limit"):
+        ng.to_hmm()
+    X = ng.sample(20, 300, seed=1)
+
+    def context(x, i):  # big-endian index of (x_{i-3}, x_{i-2}, x_{i-1})
+        return x[..., i - 3] * V * V + x[..., i - 2] * V + x[..., i - 1]
+
+    chain = np.log(ng.initial_[context(X, 3)]) + sum(np.log(ng.transition_[context(X, i), X[:, i]]) for i in range(3, 300))
+    np.testing.assert_allclose(ng.score(X), chain, rtol=1e-12)
+    assert ng.in_support(X).all()
+    Y = X.copy()
+    Y[:, 150] = MASK  # q(x_150 = v | the rest) ∝ prod_{i=150..153} P(x_i | x_{i-3..i-1}) with x_150 = v
+    post = ng.posterior_marginals(Y[:2])
+    for r in range(2):
+        w = np.empty(V)
+        for v in range(V):
+            x = X[r].copy()
+            x[150] = v
+            w[v] = np.prod([ng.transition_[context(x, i), x[i]] for i in range(150, 154)])
+        np.testing.assert_allclose(post[r, 150], w / w.sum(), rtol=1e-10, atol=1e-15)
+        np.testing.assert_array_equal(post[r, 149], np.eye(V)[X[r, 149]])
+
+
+def test_zero_length_sequences_have_probability_one():
+    """L = 0: the empty product. Every routine answers without reaching a kernel (which reads position 0)."""
+    rng = np.random.default_rng(1)
+    hmm = HMM(_random_stochastic(rng, 3, 0.2), _random_stochastic(rng, (3, 3), 0.2), _random_stochastic(rng, (3, 2), 0.2))
+    ng = NGram(3, _random_stochastic(rng, 4, 0.2), _random_stochastic(rng, (4, 2), 0.2))
+    for lang in (hmm, ng):
+        for n in (0, 1, 3):
+            E = np.zeros((n, 0), dtype=np.int64)
+            np.testing.assert_array_equal(lang.score(E), np.zeros(n))
+            np.testing.assert_array_equal(lang.in_support(E), np.ones(n, dtype=bool))
+            assert lang.posterior_marginals(E).shape == (n, 0, 2)
+        np.testing.assert_array_equal(lang.score([]), [0.0])  # one empty sequence
+        assert lang.score(np.zeros((0, 5), dtype=np.int64)).shape == (0,)
+        assert lang.posterior_marginals(np.zeros((0, 5), dtype=np.int64)).shape == (0, 5, 2)
+    for params in _both_paths(hmm):
+        E = np.zeros((2, 0), dtype=np.int64)
+        np.testing.assert_array_equal(inference.log_likelihood(params, E), [0.0, 0.0])
+        np.testing.assert_array_equal(inference.support(params, E), [True, True])
+        assert inference.posterior_marginals(params, E).shape == (2, 0, 2)
+        assert inference.sample(params, 2, 0, np.random.default_rng(0)).shape == (2, 0)
+    assert ngram_inference.sample(ng._tables, 2, 0, np.random.default_rng(0)).shape == (2, 0)

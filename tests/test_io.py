@@ -94,7 +94,7 @@ def bad(**changes):
         (bad(transition=[0.5, 0.5]), "invalid key 'transition': transmat must have 2 dimension"),
         (bad(transition=[[0.5, 0.5], [1.0]]), "invalid key 'transition': transmat must be an array of numbers"),
         (bad(initial="0.5 0.5"), "invalid key 'initial': expected an array of numbers, got str"),
-        (bad(emission=[["a", "b"], [0.3, 0.7]]), "invalid key 'emission': emissionprob must be an array of numbers"),
+        (bad(emission=[["a", "b"], [0.3, 0.7]]), r"invalid key 'emission': emissionprob\[0, 0\] is a str \('a'\), not a number"),
         ({"kind": "ngram", "n": "two", "initial": [1.0], "transition": [[1.0]]}, "invalid key 'n': n must be an integer"),
         ({"kind": "ngram", "n": 1, "initial": [1.0], "transition": [[1.0]]}, "invalid key 'n': n must be >= 2, got 1"),
         ({"kind": "ngram", "n": 3, "initial": [0.5, 0.5], "transition": [[1, 0], [0, 1]]},
@@ -102,6 +102,15 @@ def bad(**changes):
         ({"kind": "ngram", "n": 2, "initial": [1.0], "transition": [[1, 0], [0, 1]]},
          "invalid key 'initial': initial must be the law of the first n-1 tokens"),
         ([GOOD], "expected a JSON object, got list"),
+        (bad(initial=["0.5", "0.5"]), r"invalid key 'initial': startprob\[0\] is a str \('0.5'\), not a number"),
+        (bad(transition=[[0.5, 0.5], [True, False]]), r"invalid key 'transition': transmat\[1, 0\] is a boolean"),
+        (bad(emission=[[1.0, 0.0], [0.3, None]]), r"invalid key 'emission': emissionprob\[1, 1\] is a NoneType"),
+        (bad(initial=[10**400, 0]), r"invalid key 'initial': startprob must be an array of numbers \(int too large"),
+        ({"kind": "ngram", "n": 10**30, "initial": [1.0], "transition": [[1.0]]},
+         "invalid key 'n': n = 1000000000000000000000000000000 is larger than the largest supported n-gram order 64"),
+        ({"kind": "ngram", "n": True, "initial": [1.0], "transition": [[1.0]]}, "invalid key 'n': n must be an integer"),
+        ({"kind": "ngram", "n": 40, "initial": [0.5, 0.5], "transition": [[0.5, 0.5], [0.5, 0.5]]},
+         r"transition must have V\*\*\(n-1\) = 2\*\*39 = 549755813888 rows"),
     ],
 )
 def test_malformed_json_is_rejected_naming_the_key(tmp_path, doc, message):
@@ -132,6 +141,15 @@ def test_unreadable_files(tmp_path):
         load_language(z)
     with pytest.raises(FileNotFoundError):
         load_language(tmp_path / "missing.json")
+    p.write_text("[" * 100000 + "]" * 100000)  # deeper than Python's recursion limit
+    with pytest.raises(ValueError, match="invalid JSON \\(arrays nested too deeply\\)"):
+        load_language(p)
+    with pytest.raises(ValueError, match="is a folder, not a language file"):
+        load_language(tmp_path)
+    np.savez(z, meta=np.array(json.dumps({"kind": "hmm"})), initial=np.array([True, False]), transition=np.eye(2),
+             emission=np.eye(2))
+    with pytest.raises(ValueError, match="invalid key 'initial': startprob must be an array of numbers, got an array of dtype bool"):
+        load_language(z)
 
 
 def test_saving_rejects_what_it_cannot_write(tmp_path):

@@ -77,3 +77,26 @@ def test_sampling_arguments_are_checked():
     with pytest.raises(ValueError, match="seed must be a non-negative integer"):
         hmm.sample(3, 4, seed=-1)
     assert hmm.sample(0, 4).shape == (0, 4)
+
+
+@pytest.mark.parametrize("value, message", [
+    ([0.5, "0.5"], r"p\[1\] is a str \('0.5'\), not a number"),
+    ([np.True_, 0.0], r"p\[0\] is a boolean \(np.True_\), not a number"),
+    ((0.5, 0.5, None), r"p\[2\] is a NoneType"),
+    ("0.5 0.5", "p must be an array of numbers, got str"),
+    (None, "p must be an array of numbers, got NoneType"),
+    (np.array(["0.5", "0.5"]), "p must be an array of numbers, got an array of dtype <U3"),
+    (np.array([0.5, 0.5], dtype=object), "got an array of dtype object"),
+    ([1e400, 0.0], r"p\[0\] is not finite \(inf\)"),
+    ([2**1100, 0], r"p must be an array of numbers \(int too large to convert to float\)"),
+    ([[0.5, 0.5]], r"p\[0\] is a list, but p must have 1 dimension"),
+    ([], r"p must not be empty"),
+    ([1e308, 1e308], r"p\[0\] = 1e\+308 is not a probability \(greater than 1\)"),  # its sum would overflow
+])
+def test_probabilities_must_be_numbers(value, message):
+    """NumPy would turn strings and booleans into numbers silently; mdmt names the entry instead."""
+    from mdmt.constructions.validation import probability_array
+
+    with pytest.raises(ValueError, match=message):
+        probability_array("p", value, 1)
+    assert probability_array("p", [np.float32(0.5), np.int64(0), 0.5], 1).tolist() == [0.5, 0.0, 0.5]

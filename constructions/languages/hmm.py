@@ -16,7 +16,20 @@ from functools import cached_property
 import numpy as np
 
 from . import inference
+from ..resources import check_memory, check_work, threads
 from ..validation import DEFAULT_ATOL, as_rng, positive_int, probability_array, token_array
+
+
+def dense_hmm_bytes(n_states: int, n_symbols: int) -> int:
+    """Peak bytes of a dense HMM with its inference tables: about six S x S float64 arrays
+    (the matrix, its transpose, its CDF, the compressed rows, the successor bitsets) and four S x V."""
+    S, V = int(n_states), int(n_symbols)
+    return 8 * (6 * S * S + 4 * S * V)
+
+
+def check_sample_size(n: int, length: int) -> None:
+    """Refuse to draw n sequences of ``length`` tokens whose int64 array would not fit the memory limit."""
+    check_memory(f"{n} sequences of length {length}", 8 * int(n) * int(length), "draw fewer or shorter sequences")
 
 
 class HMM:
@@ -37,6 +50,8 @@ class HMM:
         A = probability_array("transmat", transmat, 2, atol=atol)
         B = probability_array("emissionprob", emissionprob, 2, atol=atol)
         S = pi.shape[0]
+        check_memory(f"an HMM with {S} hidden states and {B.shape[1]} symbols", dense_hmm_bytes(S, B.shape[1]),
+                     "use fewer hidden states (an n-gram language needs no HMM: NGram works on its own tables)")
         if A.shape != (S, S):
             raise ValueError(f"transmat must have shape ({S}, {S}) to match startprob, got {A.shape}")
         if B.shape[0] != S:
@@ -89,11 +104,13 @@ class HMM:
         get ``-inf`` (decided exactly, without floating underflow).
         """
         X = self.check_tokens(X)
+        self._check_work("scoring", X, 1)
         return inference.log_likelihood(self._kernel_params, X)
 
     def in_support(self, X) -> np.ndarray:
         """Boolean (n,): q(x_U) > 0, decided by boolean reachability (no floating point)."""
         X = self.check_tokens(X)
+        self._check_work("the support check", X, 1)
         return inference.support(self._kernel_params, X)
 
     def posterior_marginals(self, X, *, off_support: str = "raise") -> np.ndarray:
@@ -106,14 +123,29 @@ class HMM:
         if off_support not in ("raise", "uniform"):
             raise ValueError(f"off_support must be 'raise' or 'uniform', got {off_support!r}")
         X = self.check_tokens(X)
+        self._check_work("the posterior marginals", X, 2)
+        n, L = X.shape
+        per_thread = 8 * L * self.n_states * (1 if self._kernel_params.sparse else inference._POST_BLOCK)
+        check_memory(f"the posterior marginals of {n} sequence(s) of length {L} under an HMM with {self.n_states} states",
+                     8 * n * L * self.n_symbols + (per_thread * min(n, threads()) if n and L else 0),
+                     "pass fewer or shorter sequences at a time")
         return inference.posterior_marginals(self._kernel_params, X, off_support)
 
     def sample(self, n: int, length: int, seed=None) -> np.ndarray:
         """Draw ``n`` i.i.d. sequences of ``length`` tokens from q; int64 (n, length)."""
         n = positive_int("n", n, minimum=0)
         length = positive_int("length", length)
+        check_sample_size(n, length)
         rng = as_rng(seed)
         return inference.sample(self._kernel_params, n, length, rng)
+
+    def _check_work(self, what: str, X: np.ndarray, passes: int) -> None:
+        """Refuse before a forward (or forward-backward) pass that would take more than the work limit."""
+        n, L = X.shape
+        p = self._kernel_params
+        per_position = (int(p.indices.shape[0]) + 2 * self.n_states) if p.sparse else 2 * self.n_states**2
+        check_work(f"{what} of {n} sequence(s) of length {L} under an HMM with {self.n_states} states",
+                   passes * n * L * per_position, "pass fewer or shorter sequences at a time")
 
     def __call__(self, X) -> np.ndarray:
         """An HMM is its own oracle denoiser: ``hmm(X) == hmm.posterior_marginals(X)``."""

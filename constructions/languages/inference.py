@@ -218,24 +218,30 @@ def _loglik_sparse(pi, indptr, indices, data, BT, X, out):
 
 
 def log_likelihood(p: KernelParams, X: np.ndarray) -> np.ndarray:
-    """log q(x_U) for every row of X (int64 (n, L), MASK = summed out); -inf off the support."""
-    out = np.empty(X.shape[0])
-    if X.shape[0] == 0:
+    """log q(x_U) for every row of X (int64 (n, L), MASK = summed out); -inf off the support.
+
+    The empty sequence (L = 0) has probability 1: log-likelihood 0.
+    """
+    out = np.zeros(X.shape[0])
+    if X.shape[0] == 0 or X.shape[1] == 0:  # the kernels read position 0: never call them on L = 0
         return out
     if p.sparse:
         _loglik_sparse(p.pi, p.indptr, p.indices, p.data, p.BT, X, out)
     else:
         _loglik_dense(p.pi, p.A, p.BT, np.ascontiguousarray(X.T), out)
-    # Scaled recursions can only reach 0 by exact zeros or by underflow of a
-    # normaliser below ~1e-308; settle the latter with the exact support check.
+    return settle_underflow(out, X, lambda Y: support(p, Y))
+
+
+def settle_underflow(out: np.ndarray, X: np.ndarray, support) -> np.ndarray:
+    """Return the log-likelihoods ``out`` after checking each -inf with the exact ``support`` of its sequence.
+
+    Scaled recursions can only reach 0 by exact zeros or by underflow of a normaliser below
+    ~1e-308; a -inf of a sequence in the support is the latter, an error rather than a wrong -inf.
+    """
     suspicious = np.isneginf(out)
-    if suspicious.any():
-        really_in = support(p, X[suspicious])
-        if really_in.any():
-            raise ValueError(
-                "log-likelihood underflowed for a sequence in the support "
-                "(some per-position probability is below 1e-308)"
-            )
+    if suspicious.any() and support(X[suspicious]).any():
+        raise ValueError("log-likelihood underflowed for a sequence in the support "
+                         "(some per-position probability is below 1e-308)")
     return out
 
 
@@ -305,8 +311,10 @@ def _support_kernel_1word(start, emit, table, X, out):
 
 
 def support(p: KernelParams, X: np.ndarray) -> np.ndarray:
-    """q(x_U) > 0 for every row of X, by exact boolean reachability."""
-    out = np.empty(X.shape[0], dtype=np.bool_)
+    """q(x_U) > 0 for every row of X, by exact boolean reachability (the empty sequence is in the support)."""
+    out = np.ones(X.shape[0], dtype=np.bool_)
+    if X.shape[1] == 0:  # the kernels read position 0: never call them on L = 0
+        return out
     if X.shape[0] and p.start_bits.shape[0] == 1 and p.succ_table.shape[0] > 0:
         _support_kernel_1word(p.start_bits[0], p.emit_bits[:, 0].copy(), p.succ_table[:, :, 0].copy(), X, out)
     elif X.shape[0]:
@@ -468,7 +476,7 @@ def posterior_marginals(p: KernelParams, X: np.ndarray, off_support: str = "rais
     n, L = X.shape
     V = p.B.shape[1]
     out = np.empty((n, L, V))
-    if n == 0:
+    if n == 0 or L == 0:  # the kernels read position 0: never call them on L = 0
         return out
     failed = np.zeros(n, dtype=np.bool_)
     if p.sparse:
@@ -514,10 +522,21 @@ def _sample_kernel(cdf_start, cdf_trans, cdf_emit, U, out):
 
 def sample(p: KernelParams, n: int, length: int, rng: np.random.Generator, chunk: int = 4096) -> np.ndarray:
     """Ancestral sampling; uniforms are drawn in sequence order so the result depends only on the seed."""
+    return sample_by_uniforms(lambda U, out: _sample_kernel(p.cdf_start, p.cdf_trans, p.cdf_emit, U, out),
+                              n, length, rng, chunk)
+
+
+def sample_by_uniforms(kernel, n: int, length: int, rng: np.random.Generator, chunk: int = 4096) -> np.ndarray:
+    """int64 (n, length) filled block by block by ``kernel(U, out_block)``, U (rows, length, 2) uniforms.
+
+    The uniforms are drawn in sequence order, so the result depends only on the seed (not on
+    ``chunk``); the HMM and the n-gram samplers share this stream.  L = 0 never reaches a kernel.
+    """
     out = np.empty((n, length), dtype=np.int64)
+    if length == 0:  # the kernels read position 0
+        return out
     rows = max(1, min(chunk, (1 << 24) // max(1, 2 * length)))
     for s in range(0, n, rows):
         e = min(n, s + rows)
-        U = rng.random((e - s, length, 2))
-        _sample_kernel(p.cdf_start, p.cdf_trans, p.cdf_emit, U, out[s:e])
+        kernel(rng.random((e - s, length, 2)), out[s:e])
     return out

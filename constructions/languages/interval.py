@@ -23,12 +23,14 @@ import itertools
 import numpy as np
 
 from .hmm import HMM
+from ..resources import check_memory
 from ..validation import positive_int, token_array
 
 MAX_INTERVAL_LENGTH = 6  # the state space grows like 2^(l^2/4)
 
 
-def _check_l(l) -> int:
+def check_interval_length(l) -> int:
+    """``l`` as an int in 2..MAX_INTERVAL_LENGTH, else ``ValueError`` naming it."""
     l = positive_int("interval length l", l, minimum=2)
     if l > MAX_INTERVAL_LENGTH:
         raise ValueError(f"interval length l={l} is too large for an explicit HMM (at most {MAX_INTERVAL_LENGTH})")
@@ -46,7 +48,7 @@ def _open_pairs(a: int, l: int) -> list[tuple[int, int]]:
 
 def interval_hmm(l: int) -> HMM:
     """The Theorem 4.4 counterexample for interval length ``l`` as an explicit (pi, A, B)."""
-    l = _check_l(l)
+    l = check_interval_length(l)
     V = 2 ** (l - 1)
     opens = [_open_pairs(a, l) for a in range(l)]
     offsets = np.cumsum([0] + [2 ** len(p) for p in opens])
@@ -119,4 +121,7 @@ def support_size(L: int, l: int) -> int:
     l = positive_int("interval length l", l, minimum=2)
     if L % l:
         raise ValueError(f"sequence length L={L} is not a multiple of the interval length l={l}")
-    return 2 ** ((L // l) * l * (l - 1) // 2)
+    bits = (L // l) * l * (l - 1) // 2
+    check_memory(f"the exact support size 2^{bits} (L = {L}, l = {l})", bits // 8,
+                 f"its base-2 logarithm is K·l(l-1)/2 = {bits}")
+    return 2**bits

@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from ..outputs import atomic_file
+from ..resources import check_memory, format_bytes
 from .hmm import HMM
 from .ngram import NGram
 
@@ -74,17 +77,25 @@ def language_digest(language) -> str:
     """
     if isinstance(language, NGram):
         h = hashlib.sha256(f"ngram:{language.n}".encode())
-        arrays = (language.initial_, language.transition_)
     elif isinstance(language, HMM):
         h = hashlib.sha256(b"hmm:")
-        arrays = (language.startprob_, language.transmat_, language.emissionprob_)
     else:
         raise ValueError(f"cannot identify a {type(language).__name__}: expected an HMM or an NGram")
-    for a in arrays:
+    for a in _arrays(language):
         a = np.ascontiguousarray(a, dtype=np.float64)
         h.update(repr(a.shape).encode())
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+def _arrays(language) -> tuple:
+    """The parameter arrays of an HMM (pi, A, B) or an NGram (initial, transition)."""
+    if isinstance(language, NGram):
+        return language.initial_, language.transition_
+    return language.startprob_, language.transmat_, language.emissionprob_
+
+
+_JSON_BYTES_PER_ENTRY = 56  # a Python float and its list slot (32 bytes), its ~20 characters of text
 
 
 def _require(d: dict, key: str, where: str):
@@ -138,24 +149,69 @@ def language_from_dict(d: dict, where: str = "language"):
 def save_language(language, path, *, name: str | None = None, metadata: dict | None = None) -> Path:
     """Write ``language`` to ``path``: NumPy's ``.npz`` for that extension, JSON for any other.
 
-    ``name`` and ``metadata`` (a JSON-serialisable dict) are stored alongside.
+    ``name`` and ``metadata`` (a JSON-serialisable dict) are stored alongside.  The file is
+    written atomically (:func:`mdmt.constructions.outputs.atomic_file`): on any error, a full
+    disk included, ``path`` keeps its old content and an ``OutputError`` names it.
     """
     path = Path(path)
+    if path.suffix != ".npz" and isinstance(language, (HMM, NGram)):
+        entries = sum(a.size for a in _arrays(language))
+        check_memory(f"writing {path} as JSON ({entries} probabilities)", _JSON_BYTES_PER_ENTRY * entries,
+                     "write an .npz file instead")
     d = language_to_dict(language, name=name, metadata=metadata)
     if path.suffix == ".npz":
         arrays = {k: np.asarray(v, dtype=np.float64) for k, v in d.items() if k in ("initial", "transition", "emission")}
-        meta = {k: v for k, v in d.items() if k not in arrays}
-        with open(path, "wb") as fh:
-            np.savez(fh, meta=np.array(json.dumps(meta, allow_nan=False)), **arrays)
+        meta = json.dumps({k: v for k, v in d.items() if k not in arrays}, allow_nan=False)
+        with atomic_file(path, "wb") as fh:
+            np.savez(fh, meta=np.array(meta), **arrays)
     else:
-        path.write_text(json.dumps(d, indent=1, allow_nan=False) + "\n")
+        text = json.dumps(d, indent=1, allow_nan=False) + "\n"  # ValueError before any file is touched
+        with atomic_file(path, "w") as fh:
+            fh.write(text)
     return path
+
+
+def written_for(path, *, name: str | None, metadata: dict | None) -> bool:
+    """True when ``path`` is a language file mdmt wrote with this ``name`` and ``metadata`` (the same request)."""
+    try:
+        d = read_document(path)
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(d, dict) and d.get("format") == FORMAT and d.get("name") == name and d.get("metadata") == metadata
+
+
+_JSON_BYTES_PER_BYTE = 6  # a JSON number of ~20 characters becomes a float object, a list slot and a float64
+
+
+def _check_readable(path: Path) -> None:
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder, not a language file")
+    if not path.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+
+
+def _check_npz_sizes(path: Path) -> None:
+    """Refuse an .npz whose arrays would not fit the memory limit, from the shapes in their headers."""
+    total = 0
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                with zf.open(info) as fh:
+                    version = np.lib.format.read_magic(fh)
+                    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                    shape, _, dtype = read(fh)
+                total += math.prod(shape) * dtype.itemsize
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, TypeError) as exc:
+        raise ValueError(f"{path}: not a readable .npz language file ({' '.join(str(exc).split())})") from None
+    check_memory(f"reading {path} ({format_bytes(total)} of arrays)", 2 * total, "is it the right file?")
 
 
 def read_document(path) -> dict:
     """The raw document of a language file (JSON object, or the arrays and metadata of an ``.npz``)."""
     path = Path(path)
+    _check_readable(path)
     if path.suffix == ".npz":
+        _check_npz_sizes(path)
         try:
             with np.load(path, allow_pickle=False) as z:
                 d = {}
@@ -171,12 +227,16 @@ def read_document(path) -> dict:
         if "n" in d and isinstance(d["n"], np.ndarray) and d["n"].ndim == 0:
             d["n"] = d["n"].item()
         return d
+    check_memory(f"reading {path} ({format_bytes(path.stat().st_size)} of JSON)",
+                 _JSON_BYTES_PER_BYTE * path.stat().st_size, "is it the right file? (.npz files are more compact)")
     try:
         return json.loads(path.read_text())
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not a text (JSON) file ({exc})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: invalid JSON (arrays nested too deeply)") from None
 
 
 def load_language(path):

@@ -5,12 +5,18 @@ q(x) = init(x_1..x_{n-1}) * prod_{i>=n} P(x_i | x_{i-n+1..i-1}).
 Contexts (tuples of n-1 tokens) are indexed big-endian:
 ``index(a_1..a_{n-1}) = sum_k a_k V^(n-1-k)``.
 
+Inference (``score``, ``in_support``, ``posterior_marginals``, ``sample``) works straight on
+these tables (:mod:`mdmt.constructions.languages.ngram_inference`): O(L) per fully revealed
+sequence, and never the V^(n-1) x V^(n-1) matrix of the equivalent HMM, so any n-gram whose
+tables fit in memory can be scored.
+
 An ``NGram`` is exactly an HMM whose hidden state at position i is the window
 (x_i, ..., x_{i+n-2}) of the current and next n-2 tokens: the initial state law is
 the law of the first n-1 tokens, the state emits its first token
 deterministically, and the window slides by drawing the next token from the
 n-gram conditional.  Tokens beyond position L are summed out, so the HMM's law
-on V^L is the n-gram's for every L >= 1 (see :meth:`NGram.to_hmm`).
+on V^L is the n-gram's for every L >= 1 (see :meth:`NGram.to_hmm`, which builds it
+when its dense matrices fit the memory limit of :mod:`mdmt.constructions.resources`).
 """
 
 from __future__ import annotations
@@ -19,8 +25,21 @@ from functools import cached_property
 
 import numpy as np
 
-from .hmm import HMM
-from ..validation import DEFAULT_ATOL, positive_int, probability_array
+from . import ngram_inference
+from .hmm import HMM, check_sample_size, dense_hmm_bytes
+from ..resources import check_memory, check_work
+from ..validation import DEFAULT_ATOL, as_rng, positive_int, probability_array, token_array
+
+MAX_ORDER = 64
+"""Largest n-gram order accepted (contexts are int64 indices; with |V| >= 2 a larger table cannot exist)."""
+
+
+def check_order(n) -> int:
+    """``n`` as an int in 2..MAX_ORDER, else ``ValueError`` (checked before any V**(n-1) is computed)."""
+    n = positive_int("n", n, minimum=2)
+    if n > MAX_ORDER:
+        raise ValueError(f"n = {n} is larger than the largest supported n-gram order {MAX_ORDER}")
+    return n
 
 
 class NGram:
@@ -36,13 +55,14 @@ class NGram:
     kind = "ngram"
 
     def __init__(self, n: int, initial, transition, *, atol: float = DEFAULT_ATOL):
-        n = positive_int("n", n, minimum=2)
+        n = check_order(n)
         T = probability_array("transition", transition, 2, atol=atol)
         V = T.shape[1]
-        n_ctx = V ** (n - 1)
+        n_ctx = V ** (n - 1)  # n <= MAX_ORDER: a Python int of at most a few hundred digits
         if T.shape[0] != n_ctx:
+            shown = n_ctx if n_ctx < 10**15 else f"about 10^{len(str(n_ctx)) - 1}"
             raise ValueError(
-                f"transition must have V**(n-1) = {V}**{n - 1} = {n_ctx} rows for n={n}, V={V}; got {T.shape[0]}"
+                f"transition must have V**(n-1) = {V}**{n - 1} = {shown} rows for n={n}, V={V}; got {T.shape[0]}"
             )
         init = np.asarray(initial, dtype=np.float64)
         if init.ndim == n - 1 and init.shape == (V,) * (n - 1):
@@ -79,8 +99,15 @@ class NGram:
     __hash__ = None
 
     @cached_property
+    def _tables(self) -> ngram_inference.NGramTables:
+        return ngram_inference.NGramTables.from_arrays(self.initial_, self.transition_, self.n - 1)
+
+    @cached_property
     def _hmm(self) -> HMM:
         V, n_ctx = self.n_symbols, self.n_contexts
+        check_memory(f"the HMM form of this {self.n}-gram ({n_ctx} hidden states, a {n_ctx} x {n_ctx} transition matrix)",
+                     dense_hmm_bytes(n_ctx, V),
+                     "score, in_support, posterior_marginals and sample work on the n-gram's own tables")
         # Window state w = (a_1..a_{n-1}) slides to (a_2..a_{n-1}, b) with prob P(b | w).
         shifted = (np.arange(n_ctx) * V) % n_ctx  # index of (a_2..a_{n-1}, 0)
         A = np.zeros((n_ctx, n_ctx))
@@ -92,24 +119,38 @@ class NGram:
         return HMM(self.initial_, A, B, atol=self.atol)
 
     def to_hmm(self) -> HMM:
-        """The equivalent HMM (states = windows of n-1 tokens); same law on V^L for every L."""
+        """The equivalent HMM (states = windows of n-1 tokens); same law on V^L for every L.
+
+        Its transition matrix is dense, V^(n-1) x V^(n-1): a ``ResourceError`` (a ``ValueError``)
+        refuses it when it would exceed the memory limit.  Inference on the n-gram itself never
+        needs it.
+        """
         return self._hmm
 
-    # All inference goes through the equivalent HMM (its kernels exploit the sparse transitions).
     def check_tokens(self, X, *, allow_mask: bool = True) -> np.ndarray:
-        return self._hmm.check_tokens(X, allow_mask=allow_mask)
+        """Validate a batch of (partially revealed) sequences; returns int64 (n, L)."""
+        return token_array(X, self.n_symbols, allow_mask=allow_mask)
 
     def score(self, X) -> np.ndarray:
-        return self._hmm.score(X)
+        """Natural-log probability of each sequence (masked positions summed out), shape (n,); see :meth:`HMM.score`."""
+        return ngram_inference.log_likelihood(self._tables, self.check_tokens(X))
 
     def in_support(self, X) -> np.ndarray:
-        return self._hmm.in_support(X)
+        """Boolean (n,): q(x_U) > 0, decided exactly (no floating point)."""
+        return ngram_inference.support(self._tables, self.check_tokens(X))
 
     def posterior_marginals(self, X, *, off_support: str = "raise") -> np.ndarray:
-        return self._hmm.posterior_marginals(X, off_support=off_support)
+        """The oracle denoiser q(x_i = v | x_U), shape (n, L, V); see :meth:`HMM.posterior_marginals`."""
+        if off_support not in ("raise", "uniform"):
+            raise ValueError(f"off_support must be 'raise' or 'uniform', got {off_support!r}")
+        return ngram_inference.posterior_marginals(self._tables, self.check_tokens(X), off_support)
 
     def sample(self, n: int, length: int, seed=None) -> np.ndarray:
-        return self._hmm.sample(n, length, seed)
+        """Draw ``n`` i.i.d. sequences of ``length`` tokens; the same sequences as ``to_hmm().sample`` for a seed."""
+        n = positive_int("n", n, minimum=0)
+        length = positive_int("length", length)
+        check_sample_size(n, length)
+        return ngram_inference.sample(self._tables, n, length, as_rng(seed))
 
     def __call__(self, X) -> np.ndarray:
         return self.posterior_marginals(X)
@@ -119,6 +160,8 @@ class NGram:
         length = positive_int("length", length)
         V, n = self.n_symbols, self.n
         k = n - 1
+        check_work(f"the exact entropy of a {n}-gram with {self.n_contexts} contexts at L = {length}",
+                   max(0, length - k) * (self.n_contexts * V + 10_000), "use a smaller L")
         if length <= k:
             # Entropy of the marginal of the first `length` tokens of the initial law.
             marg = self.initial_.reshape((V,) * k).sum(axis=tuple(range(length, k))).reshape(-1)

@@ -53,7 +53,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .hmm import HMM
-from .ngram import NGram
+from .ngram import NGram, check_order
+from ..resources import check_memory
 from ..validation import as_rng, positive_int
 
 KAPPA = 8.0
@@ -79,6 +80,7 @@ def _check_temperature_threshold(temperature, threshold) -> tuple[float, float]:
 def random_rows(rng: np.random.Generator, rows: int, size: int, temperature: float, threshold: float) -> np.ndarray:
     """``rows`` probability vectors of length ``size`` drawn by the tempered recipe, pruned at ``threshold``."""
     temperature, threshold = _check_temperature_threshold(temperature, threshold)
+    check_memory(f"a random table of {rows} x {size} probabilities", 8 * 4 * rows * size, "use a smaller language")
     u = 1.0 - rng.random((rows, size))  # uniform on (0, 1]: log is finite
     z = np.log(u) * (KAPPA / temperature)
     p = np.exp(z - z.max(axis=1, keepdims=True))
@@ -91,7 +93,7 @@ def random_rows(rng: np.random.Generator, rows: int, size: int, temperature: flo
 
 def random_ngram(n: int, vocab_size: int, temperature: float, threshold: float, seed=None) -> NGram:
     """Algorithm 1: a random n-gram over ``vocab_size`` tokens (see the module docstring for the recipe)."""
-    n = positive_int("n", n, minimum=2)
+    n = check_order(n)
     V = positive_int("vocab_size", vocab_size)
     temperature, threshold = _check_temperature_threshold(temperature, threshold)
     rng = as_rng(seed)

@@ -11,7 +11,7 @@ The shared names mean the same thing everywhere (``mdmt/commands`` has a test th
 ``--model``                 the architecture of a network: ``tiny`` or ``paper``
 ``--num``                   how many sequences
 ``--seed``                  the random seed
-``--out``                   where results are written
+``--out``                   where results are written (atomically; never over another output without ``--force``)
 ``--json``                  one JSON document on standard output instead of text
 ==========================  ==============================================================
 """
@@ -68,6 +68,11 @@ def add_seed(parser, default: int = 0, what: str = "") -> None:
 
 def add_json(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+
+
+def add_force(parser) -> None:
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite an existing --out that mdmt did not write for the same request")
 
 
 # ----------------------------------------------------------------------------- parsing helpers

@@ -2,14 +2,16 @@
 
 ``mdmt data --language preset:3gram-ter --length 512 --out data/3gram-ter`` writes ``train.npy``,
 ``val.npy`` and ``manifest.json`` (spec, sizes, SHA-256 of each array); an existing folder with
-the same spec is loaded and checked, one with another spec or a damaged file is regenerated.
-``mdmt data --verify FOLDER`` checks the digests and regenerates the arrays from the manifest to
-confirm they are reproduced bit for bit.  ``mdmt train --data FOLDER`` trains on a stored set.
+the same spec is loaded and checked, and regenerated (the status says why) if a file is damaged.
+A folder holding another spec's set, or files that are not an mdmt data set, is left alone
+unless ``--force``.  ``mdmt data --verify FOLDER`` checks the digests and regenerates the arrays
+from the manifest to confirm they are reproduced bit for bit.  ``mdmt train --data FOLDER``
+trains on a stored set.
 """
 
 from __future__ import annotations
 
-from ._common import add_json, add_language, add_length, add_num, add_seed, print_json
+from ._common import add_force, add_json, add_language, add_length, add_num, add_seed, print_json
 
 HELP = "seeded train/validation sets of a language, stored on disk and regenerated deterministically"
 
@@ -21,6 +23,7 @@ def add_arguments(p):
     p.add_argument("--num-val", type=int, default=1000, help="number of validation sequences (default 1000)")
     add_seed(p, what=" of the sequences")
     p.add_argument("--out", help="folder to write (or load, if it holds the same spec)")
+    add_force(p)
     p.add_argument("--verify", metavar="FOLDER", help="check a stored set against its manifest and regeneration")
     add_json(p)
 
@@ -28,7 +31,7 @@ def add_arguments(p):
 def run(args) -> int:
     from pathlib import Path
 
-    from mdmt.empirical.data import DataSpec, load_or_create, read_manifest, verify
+    from mdmt.empirical.data import DataSpec, ensure, verify
 
     if args.verify is not None:
         if args.out is not None or args.language is not None:
@@ -42,10 +45,8 @@ def run(args) -> int:
         spec = DataSpec(language=args.language, seed=args.seed, num_train=args.num, num_val=args.num_val,
                         length=args.length)
         folder = Path(args.out)
-        before = read_manifest(folder)
-        load_or_create(folder, spec)
-        manifest = read_manifest(folder)
-        status = "loaded (same spec, digests match)" if before == manifest else "written"
+        stored = ensure(folder, spec, force=args.force)
+        manifest, status = stored.manifest, stored.status
     if args.json:
         print_json({"folder": str(folder), "status": status, **manifest})
         return 0

@@ -1,0 +1,163 @@
+"""Atomic, non-destructive output files: every file mdmt writes is complete or absent.
+
+* :func:`atomic_file` writes to a temporary file in the destination folder, flushes it to disk
+  and renames it over the destination (``os.replace``, atomic on POSIX and Windows), so a full
+  disk, a read-only folder, a kill or a crash leaves either the old file or the new one, never
+  a truncated one; the temporary file is removed on every error.
+* :func:`check_output_file` and :func:`check_output_folder` are the checks a command makes on
+  its ``--out`` *before* computing anything: the destination's folder exists, a file is not a
+  folder and a folder is not a file, and an existing output is replaced only if mdmt wrote it
+  for the same request (``same(path)`` says so) or the user passed ``--force``.
+* Every ``OSError`` on an output path becomes an :class:`OutputError` (a ``ValueError``) with a
+  one-line message naming the path and the reason; the ``mdmt`` command line prints it as
+  ``mdmt <command>: error: ...`` with exit status 2.
+
+This module depends on nothing else in mdmt, so any layer (languages, data sets, training,
+commands) can use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+
+class OutputError(ValueError):
+    """An output that cannot or must not be written (one-line message naming the path)."""
+
+
+def describe_oserror(exc: OSError) -> str:
+    """``'reason: path'`` of an OSError, without errno numbers or a traceback."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno is None and "requested and" in reason:  # NumPy's report of a short write
+        reason += " (the write was cut short: is the disk full?)"
+    return f"{reason}: {exc.filename}" if exc.filename else reason
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def check_output_file(path, *, force: bool = False, same: Callable[[Path], bool] | None = None,
+                      flag: str = "--out") -> Path:
+    """Check that ``path`` may be written as a file; return it as a ``Path``.
+
+    Refused: an existing folder; a missing or non-folder parent; an existing file that mdmt did
+    not write for the same request (``same(path)`` is false or not given) unless ``force``.
+    """
+    path = Path(path)
+    if str(path) in ("", "."):
+        raise OutputError(f"{flag}: expected a file name, got {str(path)!r}")
+    if path.is_dir():
+        raise OutputError(f"{flag} {path} is a folder; give a file name")
+    parent = path.parent
+    if not parent.exists():
+        raise OutputError(f"{flag} {path}: the folder {parent} does not exist")
+    if not parent.is_dir():
+        raise OutputError(f"{flag} {path}: {parent} is not a folder")
+    if path.exists() or path.is_symlink():
+        if not path.is_file():
+            raise OutputError(f"{flag} {path} exists and is not a regular file")
+        if not force and not (same is not None and _safe(same, path)):
+            raise OutputError(f"{flag} {path} already exists and was not written by mdmt for the same request; "
+                              "pass --force to overwrite it")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {path}: cannot write in {parent} (Permission denied)")
+    return path
+
+
+def check_output_folder(path, *, flag: str = "--out") -> Path:
+    """Check that ``path`` can be a folder of outputs (absent, or an existing folder); return it."""
+    path = Path(path)
+    if str(path) == "":
+        raise OutputError(f"{flag}: expected a folder name, got ''")
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{flag} {path} exists and is not a folder")
+    ancestor = path
+    while not ancestor.exists():  # the first existing ancestor must be a writable folder
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise OutputError(f"{flag} {path}: {ancestor} is not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise OutputError(f"{flag} {path}: cannot write in {ancestor} (Permission denied)")
+    return path
+
+
+def make_folder(path) -> Path:
+    """``mkdir -p`` with one-line errors."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the folder {path}: {describe_oserror(exc)}") from None
+    return path
+
+
+def _safe(same: Callable[[Path], bool], path: Path) -> bool:
+    try:
+        return bool(same(path))
+    except (OSError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def atomic_file(path, mode: str = "w", encoding: str | None = "utf-8"):
+    """Open a temporary file beside ``path`` for writing; on success it replaces ``path`` atomically.
+
+    On any exception the temporary file is removed and ``path`` is left as it was; an
+    ``OSError`` is re-raised as :class:`OutputError` naming ``path``.
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_file writes with mode 'w' or 'wb', got {mode!r}")
+    path = Path(path)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.",
+                                   suffix=".tmp")
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": encoding})) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; give the usual permissions
+        os.replace(tmp, path)
+        tmp = None
+        _sync_folder(path.parent)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {describe_oserror(exc)}") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename durable (best effort: not every system can open a folder)."""
+    try:
+        fd = os.open(folder if str(folder) else ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_text(path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (:func:`atomic_file`)."""
+    with atomic_file(path, "w") as fh:
+        fh.write(text)
+    return Path(path)
+
+
+def write_bytes(path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (:func:`atomic_file`)."""
+    with atomic_file(path, "wb") as fh:
+        fh.write(data)
+    return Path(path)
