@@ -177,7 +177,7 @@ def exact_metrics(language, L: int, pi, denoiser=None) -> dict:
     pi = as_pi(pi)
     D = support_table(tables, denoiser)
     res = exact_output_law(language, L, pi, tables=tables, table=D)
-    chain = chain_quantities(language, L, pi, tables=tables, table=D)
+    chain = chain_quantities(language, L, pi, denoiser, tables=tables, table=None if denoiser is None else D)
     return {
         "kl_nats": res.kl_nats,
         "kl_bits_per_token": res.kl_bits_per_token,
