@@ -117,6 +117,8 @@ class Iv:
         hi = lo if hi is None else np.asarray(hi, dtype=np.float64)
         if lo.shape != hi.shape:
             lo, hi = np.broadcast_arrays(lo, hi)
+        if hi is lo or np.shares_memory(lo, hi):
+            hi = hi.copy()  # the two ends are written separately by __setitem__
         self.lo, self.hi = lo, hi
 
     # --- construction
@@ -165,6 +167,8 @@ class Iv:
 
     def __setitem__(self, idx, value) -> None:
         v = _iv(value)
+        if not (self.lo.flags.writeable and self.hi.flags.writeable):
+            self.lo, self.hi = self.lo.copy(), self.hi.copy()
         self.lo[idx] = v.lo
         self.hi[idx] = v.hi
 
@@ -228,6 +232,20 @@ class Iv:
 
     def __rtruediv__(self, other) -> "Iv":
         return _iv(other) / self
+
+    def __pow__(self, k: int) -> "Iv":
+        """Non-negative integer powers by repeated multiplication (each product rounded outward)."""
+        k = int(k)
+        if k < 0:
+            raise ValueError("Iv ** k needs k >= 0")
+        out, base = Iv(np.ones(self.shape)), self
+        while k:
+            if k & 1:
+                out = out * base
+            k >>= 1
+            if k:
+                base = base * base
+        return out
 
     def sum(self, axis=None) -> "Iv":
         """Enclosure of the sum (widened by gamma(n) * sum of magnitudes, any summation order)."""
