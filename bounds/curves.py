@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from mdmt.constructions.reverse.interval_closed_forms import log_rho_groups, oracle_ser, MAX_INTERVAL
+from mdmt.constructions.reverse.interval_closed_forms import MAX_INTERVAL, learning_error_value, log_rho_groups, oracle_ser
 from mdmt.constructions.reverse.schedules import WarmStart, as_pi, p_distinct, reveal_probabilities
 from mdmt.constructions.validation import positive_int
 
@@ -31,16 +31,6 @@ TER_SCHEDULES = ("warmstart", "linear", "cosine")
 ARRAY_MAX_STEPS = 1 << 24  # the linear schedule is built as an array up to here (as mdmt always did)
 GROUP_MAX_LENGTH = 1 << 13  # P_distinct by the grouped DP (O(L^2)) up to here; by its product form beyond
 MAX_STEPS = 1 << 62
-
-
-def _learning(name: str, value) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}") from None
-    if not (math.isfinite(v) and v >= 0):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return v
 
 
 def _pi(schedule: str, N: int, eps: float) -> np.ndarray:
@@ -90,7 +80,7 @@ def ter_curve(n: int, eps: float, lengths, V: int = 8, eps_learning: float = 0.0
         raise ValueError(f"eps must be in (0, 1), got {eps!r}") from None
     if not 0 < eps < 1:
         raise ValueError(f"eps must be in (0, 1), got {eps!r}")
-    eps_learning = _learning("eps_learning", eps_learning)
+    eps_learning = learning_error_value(eps_learning, "eps_learning")
     if schedule not in TER_SCHEDULES:
         raise ValueError(f"schedule must be one of {', '.join(TER_SCHEDULES)}, got {schedule!r}")
     lengths = [positive_int("length L", L) for L in lengths]
@@ -166,7 +156,7 @@ def ser_curve(l: int, L: int, eps_learning: float = 1 / 128, steps=None) -> dict
         raise ValueError(f"interval length l = {l}: the exact interval closed forms cost O(l^2 log N) per point; "
                          f"mdmt's limit is l <= {MAX_INTERVAL} (use a shorter interval)")
     L = positive_int("sequence length L", L)
-    eps_learning = _learning("eps_learning", eps_learning)
+    eps_learning = learning_error_value(eps_learning, "eps_learning")
     if L % l:
         raise ValueError(f"sequence length L={L} is not a multiple of the interval length l={l}")
     steps = steps or sorted({max(1, int(L * c)) for c in (0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 1, 2, 4, 10, 100)} | {L * L, 10 * L * L})

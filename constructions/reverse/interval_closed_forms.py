@@ -107,13 +107,14 @@ def oracle_ser_linear(l: int, L: int, N: int) -> float:
     return float(-math.expm1((L // l) * log_rho_linear(l, N)))
 
 
-def _learning_error(eps) -> float:
+def learning_error_value(eps, name: str = "learning error eps") -> float:
+    """A learning error as a float: finite and >= 0, or a ValueError naming ``name`` and the value."""
     try:
         e = float(eps)
     except (TypeError, ValueError):
-        raise ValueError(f"learning error eps must be a finite number >= 0, got {eps!r}") from None
+        raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}") from None
     if not (math.isfinite(e) and e >= 0):
-        raise ValueError(f"learning error eps must be a finite number >= 0, got {eps!r}")
+        raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
     return e
 
 
@@ -124,7 +125,7 @@ def mismatch_probability(eps: float) -> float:
     """
     from mdmt.bounds.statements import MISMATCH
 
-    return MISMATCH.evaluate(epsilon_learning=_learning_error(eps))
+    return MISMATCH.evaluate(epsilon_learning=learning_error_value(eps))
 
 
 def ser_lower_bound(l: int, L: int, pi, eps: float) -> float:
@@ -135,4 +136,4 @@ def ser_lower_bound(l: int, L: int, pi, eps: float) -> float:
     from mdmt.bounds.statements import THEOREM_44_BOUND
 
     l, L = _check(l, L)
-    return THEOREM_44_BOUND.evaluate(epsilon_learning=_learning_error(eps), P_distinct_l=p_distinct(pi, l), L=L, l=l)
+    return THEOREM_44_BOUND.evaluate(epsilon_learning=learning_error_value(eps), P_distinct_l=p_distinct(pi, l), L=L, l=l)
