@@ -29,6 +29,7 @@ import argparse
 import datetime
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -203,6 +204,10 @@ def main(argv=None) -> int:
     first = ["tests/test_statements.py", "tests/test_verify.py", "tests/test_bounds.py", "tests/test_dependencies.py",
              "tests/test_exact.py", "tests/test_interval_closed_forms.py", "tests/test_schedules.py"]
     pytest_cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *first, "tests"]
+    def stop(signum, frame):  # SIGTERM too restores the mutated file (the finally below)
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
     results = []
     t_start = time.perf_counter()
     for m in chosen:

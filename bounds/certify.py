@@ -102,14 +102,6 @@ def _arb(e, env, arb):
     raise ValueError(f"arb_eval: unsupported expression {type(e).__name__}: {e}")
 
 
-def lower(b) -> float:
-    return arb_bounds(b)[0]
-
-
-def upper(b) -> float:
-    return arb_bounds(b)[1]
-
-
 # ----------------------------------------------------------------------------- symbolic proofs
 
 def _nonneg(e, thorough: bool = True) -> bool:
@@ -416,10 +408,6 @@ class LawCheck:
     min_gap: float
     tightest: str
     equalities: int
-
-    @property
-    def method(self) -> str:
-        return "exact"
 
 
 def check_on_laws(laws, gap) -> LawCheck:

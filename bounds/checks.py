@@ -44,11 +44,11 @@ from mdmt.constructions.reverse.schedules import (WarmStart, expected_nfe, p_dis
 from mdmt.constructions.reverse.tables import build_tables, support_table
 
 from . import rounding
-from .dependencies import dependencies_for_assignment, expected_dependencies, expected_dependencies_per_step
+from .dependencies import dependencies_for_assignment, expected_dependencies_per_step
 from .intervals import Iv, LogSum, arb_bounds
 from .references import (ChainEval, IntervalLaw, Partitions, Reference, dependencies_by_segments,
                          expected_dependencies_exact, frac, kl_from, p_distinct_exact, partition_probabilities,
-                         rho_exact, schedule_exact, ser_from)
+                         schedule_exact, ser_from)
 from .statements import (ALL, CHAIN_BOUND, LEMMA_A1, LEMMA_B8, SEPARATORS, THEOREM_42, THEOREM_42_DEPENDENCIES,
                          THEOREM_42_STEPS, THEOREM_43, THEOREM_44, THEOREM_44_ANY, THEOREM_44_BOUND, UNION_BOUND,
                          theorem_42_steps)
@@ -289,9 +289,6 @@ class Instance:
             return ch.ref.max_learning_error(ch.D)
         return self.cached(("eps", spec, which), build)
 
-    def schedule(self, spec):
-        return schedule(spec)
-
 
 def schedule(spec):
     """(label, library pi, exact pi (Fractions, or arb balls for cosine)) of ("name", N[, param])."""
@@ -325,8 +322,7 @@ def schedule_rows() -> list[Row]:
     specs = [("linear", 1, None), ("linear", 7, None), ("linear", 64, None), ("cosine", 5, None), ("cosine", 32, None),
              ("warmstart", 1, 0.3), ("warmstart", 9, 0.2), ("loglinear", 6, 0.01), ("loglinear", 40, 1e-5)]
     for name, N, param in specs:
-        inst = Instance("sch", "", None, 1)
-        label, pi, ex = inst.schedule((name, N, param) if param is not None else (name, N))
+        label, pi, ex = schedule((name, N, param) if param is not None else (name, N))
         exI = [Iv.from_arb([p])[0] if type(p).__name__ == "arb" else Iv.from_fractions(np.array([p], dtype=object))[0]
                for p in ex]
         tol = rounding.tol_reveal_probabilities(N)
@@ -411,14 +407,14 @@ def theorem42_rows(quick: bool) -> list[Row]:
             per = expected_dependencies_exact(n, L, pi, exact=exact)
             total = sum(per, Fraction(0)) if exact else sum(per[1:], per[0])
             bound = THEOREM_42_DEPENDENCIES.exact(epsilon=eps, L=L)
-            label = f"n{n}eps{eps_text}N{N}"
+            label = f"n{n}eps{float(eps):g}N{N}"
             if exact:
                 rows.append(exact_row("C5", label, f"L={L}", total, bound, "<="))
             else:
                 rows.append(decide("C5", label, f"L={L}", total, bound, "<="))
         # the library's count is the same integer
         lib = theorem_42_steps(n, float(eps))
-        rows.append(exact_row("C5", f"n{n}eps{eps_text}", "N_42 (library) = ceiling of the statement", lib, N, "=="))
+        rows.append(exact_row("C5", f"n{n}eps{float(eps):g}", "N_42 (library) = ceiling of the statement", lib, N, "=="))
     return rows
 
 
@@ -444,7 +440,7 @@ def tc_rows(inst: Instance) -> list[Row]:
         tc = tcs[t]
         k = len(S_idx)
         case = f"U={U:0{L}b},S={S:0{L}b}"
-        tcx = (lambda U=U, S=S: inst.refx.total_correlation(U, S)) if inst.exact else None
+        tcx = (lambda U=U, S=S: inst.refx.total_correlations(np.array([U]), np.array([S]))[0]) if inst.exact else None
         rows.append(decide("C3", inst.key, case, tc, a1[k], "<=", *(_ex(tcx, a1x[k]))))
         if inst.n is not None:
             tau = np.full(L, 3)
@@ -500,11 +496,11 @@ def chain_rows(inst: Instance, quick: bool) -> list[Row]:
         # C2 per reveal order: left from p_tau sequence by sequence, right from entropies and row-wise KL
         left, right = ch.left, ch.right
         for p, blocks in enumerate(inst.parts.blocks):
-            case = "tau=" + "".join(str(int(b) + 1) for b in blocks)
+            case = f"{dl}/tau=" + "".join(str(int(b) + 1) for b in blocks)
             if chx is not None:
-                rows.append(exact_row("C2", f"{inst.key}/{dl}", case, chx.left[p], chx.right[p], "=="))
+                rows.append(exact_row("C2", inst.key, case, chx.left[p], chx.right[p], "=="))
             else:
-                rows.append(decide("C2", f"{inst.key}/{dl}", case, left[p], right[p], "=="))
+                rows.append(decide("C2", inst.key, case, left[p], right[p], "=="))
         eps_enc = inst.eps_max(spec)
         eps_hi = float(_pair(eps_enc)[1]) if spec != "oracle" else 0.0
         eps_exact = inst.eps_max(spec, "refx") if inst.exact and spec != "oracle" else (LogSum() if spec == "oracle" else None)
@@ -513,7 +509,7 @@ def chain_rows(inst: Instance, quick: bool) -> list[Row]:
             encf = inst.eps_max(spec, "reff")
             rows.append(agree("LE", inst.key, dl, lib, encf, rounding.tol_learning_max(V, _magnitude(inst))))
         for sspec in inst.schedules:
-            label, pi_lib, pi_ex = inst.schedule(sspec)
+            label, pi_lib, pi_ex = schedule(sspec)
             N = len(pi_lib)
             if N > (inst.max_blocks or L) and inst.max_blocks is not None:
                 continue

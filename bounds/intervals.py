@@ -292,23 +292,6 @@ def _iv(x) -> Iv:
     return Iv.exact(x)
 
 
-def iv_concat(parts, axis: int = 0) -> Iv:
-    return Iv(np.concatenate([p.lo for p in parts], axis=axis), np.concatenate([p.hi for p in parts], axis=axis))
-
-
-def iv_where(mask, a, b) -> Iv:
-    a, b = _iv(a), _iv(b)
-    return Iv(np.where(mask, a.lo, b.lo), np.where(mask, a.hi, b.hi))
-
-
-def xlogx_ratio(p: Iv, r: Iv, mask) -> Iv:
-    """p log r where ``mask`` (elsewhere 0: the 0 log 0 = 0 convention), as an enclosure."""
-    out = Iv(np.zeros(p.shape))
-    if np.any(mask):
-        out[mask] = p[mask] * r[mask].log()
-    return out
-
-
 # ----------------------------------------------------------------------------- exact log-sums
 
 class LogSum:

@@ -31,7 +31,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .intervals import Iv, LogSum, exact_log, iv_where
+from .intervals import Iv, LogSum, exact_log
 
 
 def frac(x) -> Fraction:
@@ -79,10 +79,6 @@ class Exact:
     def is_zero(a) -> np.ndarray:
         return np.vectorize(lambda v: v == 0, otypes=[bool])(a)
 
-    @staticmethod
-    def take(a, idx):
-        return a[idx]
-
 
 class Cert:
     """Certified float intervals."""
@@ -111,10 +107,6 @@ class Cert:
     @staticmethod
     def is_zero(a: Iv) -> np.ndarray:
         return (a.lo == 0) & (a.hi == 0)
-
-    @staticmethod
-    def take(a, idx):
-        return a[idx]
 
 
 def backend(exact: bool):
@@ -270,10 +262,6 @@ class Reference:
             return out
         return _group_sum(terms, pat, n_sub)
 
-    def cond_entropy(self, U, i):
-        """H(X_i | X_U) = H(X_{U+i}) - H(X_U) (U a bitmask array, i an int array)."""
-        return self.HW[U | (1 << (self.L - 1 - i))] - self.HW[U]
-
     def total_correlations(self, U: np.ndarray, S: np.ndarray):
         """TC(X_S | X_U) for arrays of disjoint bitmasks U, S: sum_{i in S} H(X_i|X_U) - H(X_S|X_U)."""
         U = np.asarray(U, dtype=np.int64)
@@ -284,12 +272,6 @@ class Reference:
             m = (S & b) != 0
             if np.any(m):
                 tc[m] = tc[m] + (self.HW[U[m] | b] - self.HW[U[m]])
-        return tc - (self.HW[U | S] - self.HW[U])
-
-    def total_correlation(self, U: int, S: int):
-        """TC(X_S | X_U) = sum_{i in S} H(X_i|X_U) - H(X_S|X_U), from the definition."""
-        idx = [i for i in range(self.L) if S & self.lay.bit(i)]
-        tc = sum((self.HW[U | self.lay.bit(i)] - self.HW[U] for i in idx[1:]), self.HW[U | self.lay.bit(idx[0])] - self.HW[U])
         return tc - (self.HW[U | S] - self.HW[U])
 
     # --- denoisers: None is the oracle q(v | x_U), computed where needed; otherwise a table in the back end
@@ -717,11 +699,6 @@ class IntervalLaw:
             flint.ctx.prec = old
 
 
-def iv_point(x) -> Iv:
-    return Iv.exact(float(x)) if not isinstance(x, Iv) else x
-
-
 __all__ = ["Reference", "Partitions", "ChainEval", "Exact", "Cert", "IntervalLaw", "composition_probabilities",
            "dependencies_by_segments", "expected_dependencies_exact", "exact_q", "extend", "kl_from",
-           "p_distinct_exact", "partition_probabilities", "rho_exact", "schedule_exact", "ser_from",
-           "iv_where"]
+           "p_distinct_exact", "partition_probabilities", "rho_exact", "schedule_exact", "ser_from"]

@@ -25,7 +25,6 @@ How a step is known (:mod:`.certify`):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
