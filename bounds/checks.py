@@ -71,7 +71,7 @@ FAMILIES = {  # key: title (at most 42 characters, for one line per family)
     "T43u": "Lemma C.1: 1 - P_d <= C(L,2) sum pi_j^2",
     "T44": "Theorem 4.4: SER >= 1-(1-p_e(1-P_l))^(L/l)",
     "T44x": "interval closed forms (library) = exact",
-    "T44N": "Theorem 4.4 for N steps: 1 - e^(-p_e L/(l N))",
+    "T44N": "Theorem 4.4, N steps: 1 - e^(-p_e L/(l N))",
     "T44C": "Theorem 4.4: SER > 1/2 at N = C_0 L",
     "CV": "curves: critical C and minimal N",
 }
