@@ -1,14 +1,17 @@
 """Bound curves and the step counts they imply (Theorems 4.2-4.4; Appendices B and C of the paper).
 
 TER: for an n-gram over |V| tokens, the chain (C1)-(C4) bounds the per-token KL,
-i.e. the log TER gap in nats, by eps_learning + log|V| E[sum_j D_j] / L, with the
-exact E[sum_j D_j] of ``bounds.dependencies``.  ``min_steps_ter`` finds the
-smallest N whose chain bound meets the Theorem 4.2 target eps_learning + 4 eps log|V|.
+i.e. the log TER gap in nats, by eps_learning + log|V| E[sum_j D_j] / L (the statement
+``CHAIN_BOUND``), with the exact E[sum_j D_j] of ``bounds.dependencies``.  ``min_steps_ter``
+finds the smallest N whose chain bound meets the Theorem 4.2 target eps_learning + 4 eps log|V|
+(the statement ``THEOREM_42``).
 
-SER: for the interval HMM, the exact oracle SER 1 - rho^(L/l), the explicit
-Theorem 4.4 lower bound, the Theorem 4.3 upper bound, and the critical constant:
-the largest C such that N = C L steps still leave SER > 1/2 (exact, oracle,
-linear schedule).
+SER: for the interval HMM and the linear schedule, the exact oracle SER 1 - rho^(L/l), the
+explicit Theorem 4.4 lower bound (``THEOREM_44_BOUND``), the Theorem 4.3 upper bound
+(``THEOREM_43``), and the critical constant: the largest C such that N = C L steps still leave
+SER > 1/2 (exact, oracle, linear schedule).  Every bound is evaluated from its statement in
+:mod:`.statements`.  The linear schedule is handled without materialising pi when N is large,
+so N = 10 L^2 at L = 10^6 is answered in milliseconds.
 """
 
 from __future__ import annotations
@@ -17,14 +20,17 @@ import math
 
 import numpy as np
 
-from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, ser_lower_bound
-from mdmt.constructions.reverse.schedules import WarmStart, p_distinct, reveal_probabilities
+from mdmt.constructions.reverse.interval_closed_forms import MAX_INTERVAL, learning_error_value, log_rho_groups, oracle_ser
+from mdmt.constructions.reverse.schedules import WarmStart, as_pi, p_distinct, reveal_probabilities
 from mdmt.constructions.validation import positive_int
 
-from .dependencies import chain_bound
-from .statements import theorem_42_steps, theorem_44_constant
+from .dependencies import chain_bound, check_dependency_work
+from .statements import THEOREM_42, THEOREM_43, THEOREM_44_BOUND, theorem_42_steps, theorem_44_constant
 
 TER_SCHEDULES = ("warmstart", "linear", "cosine")
+ARRAY_MAX_STEPS = 1 << 24  # the linear schedule is built as an array up to here (as mdmt always did)
+GROUP_MAX_LENGTH = 1 << 13  # P_distinct by the grouped DP (O(L^2)) up to here; by its product form beyond
+MAX_STEPS = 1 << 62
 
 
 def _pi(schedule: str, N: int, eps: float) -> np.ndarray:
@@ -37,6 +43,11 @@ def ter_chain_bound(n: int, L: int, N: int, V: int, eps: float, eps_learning: fl
     return chain_bound(n, L, _pi(schedule, N, eps), V, eps_learning)
 
 
+def ter_target(V: int, eps: float, eps_learning: float = 0.0) -> float:
+    """The Theorem 4.2 target eps_learning + 4 eps log|V| (statement ``THEOREM_42``)."""
+    return THEOREM_42.evaluate(epsilon_learning=eps_learning, epsilon=eps, V=V)
+
+
 def min_steps_ter(n: int, L: int, V: int, eps: float, eps_learning: float = 0.0, schedule: str = "warmstart",
                   max_steps: int = 1 << 20) -> int | None:
     """Smallest N with chain bound <= eps_learning + 4 eps log|V| (doubling, then bisection; None if > max_steps).
@@ -44,7 +55,7 @@ def min_steps_ter(n: int, L: int, V: int, eps: float, eps_learning: float = 0.0,
     The chain bound is non-increasing in N for these schedules on every tested grid; the
     search re-checks N-1 at the answer.
     """
-    target = eps_learning + 4 * eps * math.log(V)
+    target = ter_target(V, eps, eps_learning)
     ok = lambda N: ter_chain_bound(n, L, N, V, eps, eps_learning, schedule) <= target + 1e-15  # noqa: E731
     hi = 1
     while not ok(hi):
@@ -61,12 +72,25 @@ def min_steps_ter(n: int, L: int, V: int, eps: float, eps_learning: float = 0.0,
 def ter_curve(n: int, eps: float, lengths, V: int = 8, eps_learning: float = 0.0, schedule: str = "warmstart",
               steps=None) -> dict:
     """Rows (L, N, chain bound, Theorem 4.2 explicit bound) and the minimal N for each L."""
-    n = positive_int("n", n, minimum=2)
+    n = positive_int("n-gram order n", n, minimum=2)
+    V = positive_int("vocabulary size |V|", V, minimum=2)
+    try:
+        eps = float(eps)
+    except (TypeError, ValueError):
+        raise ValueError(f"eps must be in (0, 1), got {eps!r}") from None
     if not 0 < eps < 1:
-        raise ValueError(f"eps must be in (0, 1), got {eps}")
-    steps = steps or [2**k for k in range(1, 13)]
+        raise ValueError(f"eps must be in (0, 1), got {eps!r}")
+    eps_learning = learning_error_value(eps_learning, "eps_learning")
+    if schedule not in TER_SCHEDULES:
+        raise ValueError(f"schedule must be one of {', '.join(TER_SCHEDULES)}, got {schedule!r}")
+    lengths = [positive_int("length L", L) for L in lengths]
+    if not lengths:
+        raise ValueError("give at least one length L")
+    steps = [positive_int("number of steps N", N) for N in (steps or [2 ** k for k in range(1, 13)])]
+    for L in lengths:  # the whole curve and the step search, before any of it is computed
+        check_dependency_work(n, L, sum(steps), what="the TER curve")
     n42 = theorem_42_steps(n, eps)
-    target = eps_learning + 4 * eps * math.log(V)
+    target = ter_target(V, eps, eps_learning)
     rows = []
     for L in lengths:
         for N in steps:
@@ -77,14 +101,47 @@ def ter_curve(n: int, eps: float, lengths, V: int = 8, eps_learning: float = 0.0
             "theorem42_steps": n42, "min_steps": minimal, "rows": rows}
 
 
+def _linear_groups(N: int):
+    """The linear schedule as (distinct values, multiplicities), or its validated array where mdmt builds one."""
+    if N <= ARRAY_MAX_STEPS:
+        pi = as_pi(np.full(N, 1.0 / N))
+        values, counts = np.unique(pi[pi > 0], return_counts=True)
+        return pi, values, counts
+    return None, [1.0 / N], [N]
+
+
+def p_distinct_linear(N: int, L: int) -> float:
+    """P_distinct(L) of the linear schedule with N steps: the grouped DP of ``p_distinct`` where it is cheap,
+    else prod_{k<L} (1 - k/N) summed in log space (O(L), no cancellation)."""
+    if N < L:
+        return 0.0
+    pi, _, _ = _linear_groups(N)
+    if pi is not None and L <= GROUP_MAX_LENGTH:
+        return p_distinct(pi, L)
+    if L > 1 << 27:
+        raise ValueError(f"P_distinct at L = {L} costs O(L) memory and time; mdmt's limit is L <= {1 << 27}")
+    k = np.arange(L, dtype=np.float64)
+    return float(math.exp(np.sum(np.log1p(-k / N))))
+
+
+def oracle_ser_lin(l: int, L: int, N: int) -> float:
+    """The exact oracle SER 1 - rho^(L/l) of the linear schedule with N steps (any N)."""
+    pi, values, counts = _linear_groups(N)
+    if pi is not None:
+        return oracle_ser(l, L, pi)
+    return float(-math.expm1((L // l) * log_rho_groups(l, values, counts)))
+
+
 def critical_c(l: int, L: int) -> tuple[float, int]:
     """(N*/L, N*) with N* the largest N for which the oracle SER (linear schedule) is > 1/2."""
-    ser = lambda N: oracle_ser(l, L, np.full(N, 1.0 / N))  # noqa: E731
+    ser = lambda N: oracle_ser_lin(l, L, N)  # noqa: E731
     if ser(1) <= 0.5:
         return 0.0, 0
     hi = 1
     while ser(hi) > 0.5:
         hi *= 2
+        if hi > MAX_STEPS:
+            raise ValueError(f"the oracle SER stays above 1/2 beyond N = {MAX_STEPS} steps at l = {l}, L = {L}")
     lo = hi // 2  # ser(lo) > 1/2 >= ser(hi)
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -94,15 +151,25 @@ def critical_c(l: int, L: int) -> tuple[float, int]:
 
 def ser_curve(l: int, L: int, eps_learning: float = 1 / 128, steps=None) -> dict:
     """Rows (N, exact oracle SER, Theorem 4.4 lower bound at eps_learning, Theorem 4.3 upper bound for the oracle)."""
+    l = positive_int("interval length l", l, minimum=2)
+    if l > MAX_INTERVAL:
+        raise ValueError(f"interval length l = {l}: the exact interval closed forms cost O(l^2 log N) per point; "
+                         f"mdmt's limit is l <= {MAX_INTERVAL} (use a shorter interval)")
+    L = positive_int("sequence length L", L)
+    eps_learning = learning_error_value(eps_learning, "eps_learning")
     if L % l:
         raise ValueError(f"sequence length L={L} is not a multiple of the interval length l={l}")
     steps = steps or sorted({max(1, int(L * c)) for c in (0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 1, 2, 4, 10, 100)} | {L * L, 10 * L * L})
+    steps = [positive_int("number of steps N", N) for N in steps]
+    if max(steps) > MAX_STEPS:
+        raise ValueError(f"N = {max(steps)} steps exceeds mdmt's limit of {MAX_STEPS}")
     rows = []
     for N in steps:
-        pi = np.full(N, 1.0 / N)
-        rows.append({"N": N, "C": N / L, "oracle_ser": oracle_ser(l, L, pi),
-                     "theorem44_lower": ser_lower_bound(l, L, pi, eps_learning),
-                     "theorem43_upper": 1.0 - p_distinct(pi, L)})
+        rows.append({"N": N, "C": N / L, "oracle_ser": oracle_ser_lin(l, L, N),
+                     "theorem44_lower": THEOREM_44_BOUND.evaluate(epsilon_learning=eps_learning,
+                                                                  P_distinct_l=p_distinct_linear(N, l), L=L, l=l),
+                     "theorem43_upper": THEOREM_43.evaluate(P_distinct=p_distinct_linear(N, L), L=L,
+                                                            epsilon_learning=0.0)})
     c, n_star = critical_c(l, L)
     return {"interval_length": l, "L": L, "eps_learning": eps_learning, "critical_c": c, "critical_steps": n_star,
             "theorem44_constant": theorem_44_constant(l, eps_learning), "rows": rows}

@@ -11,17 +11,25 @@ Exact expectations: at step j every position is independently revealed-before
 sequence with a Markov chain whose state is (length of the current run of revealed
 positions, capped at n-1; whether the current segment already holds a new
 position) counts each segment at its first new position, in O(N L n).
+
+For long sequences the same chain is summed in closed form: with T_j its transition
+matrix (``transfer_matrix``), the expected count is p_j e_0 (I + T_j + ... + T_j^(L-1)) c,
+and the geometric sum is the top-right block of [[T, I], [0, I]]^L, a matrix power by
+repeated squaring: O(N n^3 log L), so L = 10^9 takes milliseconds.  ``expected_dependencies``
+scans for L <= SCAN_MAX_LENGTH and uses the matrix power above it; both paths are tested
+against each other and against enumeration.
 """
 
 from __future__ import annotations
-
-import math
 
 import numba as nb
 import numpy as np
 
 from mdmt.constructions.reverse.schedules import as_pi, revealed_before
 from mdmt.constructions.validation import positive_int
+
+SCAN_MAX_LENGTH = 1 << 16  # the O(N L n) scan up to here; the O(N n^3 log L) matrix power beyond
+MAX_WORK = 4e9  # elementary operations one call may take (about a minute); larger requests are refused
 
 
 def dependencies_for_assignment(n: int, tau) -> np.ndarray:
@@ -86,12 +94,80 @@ def _expected_segments(a, p, L, n):
     return out
 
 
+def transfer_matrix(a, p, n: int, one=1.0, zero=0.0) -> list[list]:
+    """The scan's transition matrix for one step (revealed before: a, new: p, masked: 1 - a - p).
+
+    States (r, h) with index 2r + h: r the length of the current revealed run (capped at n-1),
+    h whether the current segment already holds a new position.  Generic in the number type
+    (floats, or exact rationals for :mod:`.references`).  Returns (T, c): T as nested lists and
+    c the states at which a new position opens a segment (the run just ended was a separator
+    or the segment holds no new position yet).
+    """
+    cap = n - 1
+    m = one - a - p
+    d = 2 * (cap + 1)
+    T = [[zero] * d for _ in range(d)]
+    c = [zero] * d
+    for r in range(cap + 1):
+        for h in range(2):
+            s = 2 * r + h
+            T[s][2 * min(r + 1, cap) + h] = T[s][2 * min(r + 1, cap) + h] + a
+            hh = 0 if r >= cap else h
+            if hh == 0:
+                c[s] = one
+            T[s][1] = T[s][1] + p
+            T[s][hh] = T[s][hh] + m
+    return T, c
+
+
+def _expected_segments_power(a, p, L: int, n: int) -> np.ndarray:
+    """E[#segments holding a new position] per step by the matrix power of the module docstring."""
+    N = len(a)
+    d = 2 * n
+    M = np.zeros((N, 2 * d, 2 * d))
+    cvec = None
+    for j in range(N):
+        T, c = transfer_matrix(float(a[j]), float(p[j]), n)
+        M[j, :d, :d] = np.maximum(np.array(T), 0.0)  # 1 - a - p >= 0 up to rounding, as in the scan
+        cvec = np.array(c)
+    M[:, :d, d:] = np.eye(d)
+    M[:, d:, d:] = np.eye(d)
+    R = np.broadcast_to(np.eye(2 * d), M.shape).copy()
+    B, k = M, int(L)
+    while k:
+        if k & 1:
+            R = R @ B
+        k >>= 1
+        if k:
+            B = B @ B
+    G = R[:, 0, d:]  # e_0 (I + T + ... + T^(L-1)): the start state (0, 0) has index 0
+    return np.asarray(p, dtype=np.float64) * (G @ cvec)
+
+
+def dependency_work(n: int, L: int, N: int) -> float:
+    """Elementary operations ``expected_dependencies_per_step`` takes for (n, L, N)."""
+    if L <= SCAN_MAX_LENGTH:
+        return 4.0 * N * L * n
+    return 2.0 * N * (4 * n) ** 3 * max(1, int(L).bit_length())
+
+
+def check_dependency_work(n: int, L: int, N: int, what: str = "E[sum_j D_j]") -> None:
+    """Refuse, with a message naming the sizes and the limit, a request above MAX_WORK operations."""
+    work = dependency_work(n, L, N)
+    if work > MAX_WORK:
+        raise ValueError(f"{what} for n = {n}, L = {L}, N = {N} steps needs about {work:.2g} operations, above "
+                         f"mdmt's limit of {MAX_WORK:.0e}; use fewer steps N or a smaller n")
+
+
 def expected_dependencies_per_step(n: int, L: int, pi) -> np.ndarray:
-    """E[D_j] for j = 1..N (exact)."""
+    """E[D_j] for j = 1..N (exact up to rounding; the scan, or the matrix power for L > SCAN_MAX_LENGTH)."""
     n = positive_int("n", n, minimum=2)
     L = positive_int("L", L)
     pi = as_pi(pi)
-    return L * pi - _expected_segments(revealed_before(pi), pi, L, n)
+    check_dependency_work(n, L, len(pi))
+    a = revealed_before(pi)
+    segments = _expected_segments(a, pi, L, n) if L <= SCAN_MAX_LENGTH else _expected_segments_power(a, pi, L, n)
+    return L * pi - segments
 
 
 def expected_dependencies(n: int, L: int, pi) -> float:
@@ -104,6 +180,8 @@ def chain_bound(n: int, L: int, pi, V: int, eps_learning: float = 0.0) -> float:
 
     For an n-gram over V tokens and reveal probabilities pi (Lemmas B.8-B.9 with the exact
     E[sum_j D_j]); ``eps_learning`` is the learning error in the averaged form (the learning
-    term of C2 over L).
+    term of C2 over L).  The formula is the statement :data:`.statements.CHAIN_BOUND`.
     """
-    return eps_learning + math.log(V) * expected_dependencies(n, L, pi) / L
+    from .statements import CHAIN_BOUND
+
+    return CHAIN_BOUND.evaluate(epsilon_learning=eps_learning, V=V, E_D=expected_dependencies(n, L, pi), L=L)

@@ -1,96 +1,172 @@
-"""``mdmt verify``: every check of bounds.checks on embedded default instances."""
+"""``mdmt verify``: every check family of :mod:`.checks` on embedded instances, summarised per family.
+
+The instances (``INSTANCES``; ``mdmt verify`` prints them as a legend) are small languages where the
+exact law, every reveal order and every revealed set can be enumerated, chosen so that every
+inequality family has an instance where its bound is attained or within 1 % (the copying chains,
+the point mass, the interval HMM with l = 2 and a bit-biased denoiser, the last step of a long
+schedule for Lemma B.11, N = floor(C_0 L) at l = 2), plus random n-gram and HMM languages.
+"""
 
 from __future__ import annotations
 
+import math
+import re
 import time
-
-import numpy as np
+from dataclasses import dataclass
 
 from mdmt.constructions.languages.interval import interval_hmm
+from mdmt.constructions.languages.ngram import NGram
 from mdmt.constructions.languages.random_languages import random_hmm, random_ngram
-from mdmt.constructions.reverse.denoisers import BitBiasedInterval, TemperedOracle, UniformMixture
-from mdmt.constructions.reverse.schedules import WarmStart, reveal_probabilities
 
 from . import checks
-from .checks import Instance, Row
+from .checks import FAMILIES, Instance, Row
 
 
-def default_instances(quick: bool) -> list[Instance]:
-    insts = [
-        Instance("2gram V=3", random_ngram(2, 3, 2.0, 0.05, seed=1), 5, n=2),
-        Instance("3gram V=2", random_ngram(3, 2, 2.0, 0.05, seed=1), 6, n=3),
-        Instance("hmm S=3 V=3", random_hmm(3, 3, 3.0, 0.15, seed=3), 5),
+def _copy(V: int, start=None) -> NGram:
+    """x_1 ~ start (uniform by default), then x_{i+1} = x_i: the copying 2-gram."""
+    import numpy as np
+
+    return NGram(2, np.full(V, 1.0 / V) if start is None else start, np.eye(V))
+
+
+def instances(quick: bool) -> list[Instance]:
+    dens = ("oracle", ("mix", 0.1), ("temper", 0.7))
+    out = [
+        Instance("ng2", "random 2-gram, |V| = 3, L = 5 (seed 1)", random_ngram(2, 3, 2.0, 0.05, seed=1), 5, n=2,
+                 denoisers=dens, schedules=(("linear", 3), ("cosine", 4), ("warmstart", 4, 0.2), ("linear", 32))),
+        Instance("ng3", "random 3-gram, |V| = 2, L = 6 (seed 1)", random_ngram(3, 2, 2.0, 0.05, seed=1), 6, n=3,
+                 denoisers=dens, schedules=(("linear", 3), ("cosine", 4), ("warmstart", 4, 0.2), ("linear", 64))),
+        Instance("hmm", "random HMM, 3 states, |V| = 3, L = 5 (seed 3)", random_hmm(3, 3, 3.0, 0.15, seed=3), 5,
+                 denoisers=dens if not quick else ("oracle", ("mix", 0.1)),
+                 schedules=(("linear", 3), ("cosine", 4), ("linear", 32))),
+        Instance("cp2", "copying 2-gram x_(i+1) = x_i, |V| = 2, L = 3: Lemmas A.1, B.8, B.2, B.9 attained", _copy(2), 3,
+                 n=2, exact=True, denoisers=("oracle", ("mix", 0.5)), schedules=(("linear", 1), ("linear", 3),
+                                                                               ("warmstart", 3, 0.5))),
+        Instance("cp101", "copying 2-gram, |V| = 101, L = 2: Theorem 4.3 within 1 % (eps = 0)", _copy(101), 2, n=2,
+                 exact=True, schedules=(("linear", 4),)),
+        Instance("pm2", "point mass 00, L = 2, uniform mixture 0.6: Theorem 4.3 within 1 % (eps > 0)",
+                 _copy(2, [1.0, 0.0]), 2, n=2, exact=True, denoisers=(("mix", 0.6),), schedules=(("linear", 200),)),
+        Instance("iv2", "interval HMM, l = 2, L = 4: Theorem 4.4 attained (bit bias 1/4)", interval_hmm(2), 4,
+                 interval=2, exact=True, denoisers=("oracle", ("bit", 0.25)),
+                 schedules=(("linear", 2), ("warmstart", 3, 0.5), ("cosine", 3))),
+        Instance("iv3", "interval HMM, l = 3, L = 6", interval_hmm(3), 6, interval=3,
+                 denoisers=("oracle", ("bit", 0.55), ("bit", 0.7)), schedules=(("linear", 3), ("cosine", 4))),
     ]
     if not quick:
-        insts += [
-            Instance("3gram V=2", random_ngram(3, 2, 2.0, 0.05, seed=4), 9, n=3),
-            Instance("4gram V=2", random_ngram(4, 2, 2.0, 0.05, seed=5), 8, n=4),
-            Instance("hmm S=4 V=2", random_hmm(4, 2, 3.0, 0.1, seed=6), 8),
+        out += [
+            Instance("ng3b", "random 3-gram, |V| = 2, L = 8 (seed 3), reveal orders of <= 3 steps",
+                     random_ngram(3, 2, 2.0, 0.05, seed=3), 8, n=3, denoisers=dens, max_blocks=3,
+                     schedules=(("linear", 3), ("warmstart", 3, 0.3))),
+            Instance("ng4", "random 4-gram, |V| = 2, L = 8 (seed 5), reveal orders of <= 3 steps",
+                     random_ngram(4, 2, 2.0, 0.05, seed=5), 8, n=4, denoisers=dens, max_blocks=3,
+                     schedules=(("linear", 3), ("cosine", 3))),
+            Instance("hmm2", "random HMM, 4 states, |V| = 2, L = 8 (seed 6), reveal orders of <= 3 steps",
+                     random_hmm(4, 2, 3.0, 0.1, seed=6), 8, denoisers=dens, max_blocks=3, schedules=(("linear", 3),)),
         ]
-    return insts
-
-
-def run_checks(quick: bool = True, progress=None) -> list[Row]:
-    rows: list[Row] = []
-    schedules = [("linear", reveal_probabilities("linear", 3)), ("cosine", reveal_probabilities("cosine", 4)),
-                 ("warmstart(0.2)", reveal_probabilities(WarmStart(first=0.2), 4))]
-    if not quick:
-        schedules.append(("linear", reveal_probabilities("linear", 8)))
-    insts = default_instances(quick)
-    jobs = []
-    for inst in insts:
-        dens = [("oracle", None), ("mixture(0.1)", UniformMixture(inst.language, 0.1)),
-                ("tempered(0.7)", TemperedOracle(inst.language, 0.7))]
-        for sname, pi in schedules:
-            for dname, den in dens:
-                jobs.append(lambda inst=inst, pi=pi, den=den, dname=dname, sname=sname:
-                            checks.c1_c2_c3_c4(inst, pi, den, dname, sname, n_assignments=2))
-    # Theorem 4.3 is informative only when P_distinct > 0, i.e. with many more steps than positions
-    for inst in insts[:2]:
-        for N in (32, 256):
-            pi = reveal_probabilities("linear", N)
-            for dname, den in [("oracle", None), ("mixture(0.01)", UniformMixture(inst.language, 0.01))]:
-                jobs.append(lambda inst=inst, pi=pi, den=den, dname=dname:
-                            checks.c1_c2_c3_c4(inst, pi, den, dname, "linear", n_assignments=0))
-    iv = Instance("interval l=3", interval_hmm(3), 6, interval=3)
-    for pi in [reveal_probabilities(np.full(3, 1 / 3)), reveal_probabilities("cosine", 5)]:
-        jobs.append(lambda pi=pi: checks.theorem_44_exact(iv, pi))
-        for u in (0.55, 0.7):
-            jobs.append(lambda pi=pi, u=u: checks.theorem_44_exact(iv, pi, BitBiasedInterval(iv.language, 3, u), f"bit-biased(u={u})"))
-    lengths = [256, 1024, 4096] if quick else [256, 1024, 4096, 16384]
-    jobs.append(lambda: checks.c5_theorem_42(2, 0.1, lengths))
-    jobs.append(lambda: checks.c5_theorem_42(3, 0.3, lengths))
-    if not quick:
-        jobs.append(lambda: checks.c5_theorem_42(4, 0.4, lengths))
-    big = [1000, 10_000, 100_000] if quick else [1000, 10_000, 100_000, 1_000_000]
-    jobs.append(lambda: checks.theorem_44_large(5, 1 / 128, big))
-    jobs.append(lambda: checks.theorem_44_large(3, 0.0, [999, 9999]))
-    jobs.append(checks.sympy_derivations)
-    for k, job in enumerate(jobs):
-        rows.extend(job())
-        if progress:
-            progress(k + 1, len(jobs))
-    return rows
-
-
-def summarize(rows: list[Row]) -> list[dict]:
-    """One line per (check, instance family): the row with the smallest margin, and how many rows it stands for."""
-    groups: dict[tuple[str, str], list[Row]] = {}
-    for r in rows:
-        family = r.instance.split(" tau=")[0]
-        groups.setdefault((r.check, family), []).append(r)
-    out = []
-    for (check, family), rs in groups.items():
-        worst = min(rs, key=lambda r: (r.holds, r.margin))
-        out.append({"check": check, "instance": family, "value": worst.value, "bound": worst.bound,
-                    "relation": worst.relation, "margin": worst.margin, "cases": len(rs),
-                    "verdict": "ok" if all(r.holds for r in rs) else "VIOLATED"})
     return out
 
 
-def verify(quick: bool = True, progress=None) -> dict:
+@dataclass
+class Job:
+    families: tuple
+    run: object  # () -> list[Row]
+    label: str
+
+
+def jobs(quick: bool) -> list[Job]:
+    out = [Job(("SD",), checks.derivation_rows, "derivations"),
+           Job(("S",), checks.schedule_rows, "schedules"),
+           Job(("D",), lambda: checks.dependency_rows(quick), "dependencies"),
+           Job(("B11",), lambda: checks.separator_bound_rows(quick), "Lemma B.11"),
+           Job(("C5",), lambda: checks.theorem42_rows(quick), "Theorem 4.2"),
+           Job(("T43u",), checks.union_bound_rows, "Lemma C.1"),
+           Job(("T44", "T44x", "T44N", "T44C"), lambda: checks.interval_rows(quick), "interval HMM, any L"),
+           Job(("CV",), checks.curve_rows, "curves")]
+    for inst in instances(quick):
+        out.append(Job(("C3", "C4"), lambda inst=inst: checks.tc_rows(inst), f"{inst.key}: total correlations"))
+        out.append(Job(("C1", "C2", "C2E", "C4E", "EQ3", "LE", "T43", "T44"),
+                       lambda inst=inst: checks.chain_rows(inst, quick), f"{inst.key}: reveal orders"))
+    return out
+
+
+def select(pattern: str | None) -> set[str]:
+    """The families whose key or title matches ``pattern`` (a regular expression, case-insensitive)."""
+    if not pattern:
+        return set(FAMILIES)
+    try:
+        rx = re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise ValueError(f"-k {pattern!r} is not a regular expression ({exc})") from None
+    chosen = {k for k, title in FAMILIES.items() if rx.search(k) or rx.search(title)}
+    if not chosen:
+        raise ValueError(f"-k {pattern!r} matches no check family; families: {', '.join(FAMILIES)}")
+    return chosen
+
+
+def run_checks(quick: bool = True, pattern: str | None = None, progress=None) -> list[Row]:
+    chosen = select(pattern)
+    todo = [j for j in jobs(quick) if chosen & set(j.families)]
+    rows: list[Row] = []
+    for k, job in enumerate(todo):
+        rows.extend(r for r in job.run() if r.family in chosen)
+        if progress:
+            progress(k + 1, len(todo), job.label)
+    return rows
+
+
+def _methods(rs) -> str:
+    order = ["proved", "certified", "exact", "numeric", "stated", "undecided", "FAILED"]
+    present = {r.method for r in rs}
+    return "+".join(m for m in order if m in present)
+
+
+def summarize(rows: list[Row]) -> tuple[list[dict], list[dict]]:
+    """One line per family, and one per (family, instance): cases, methods, the tightest row, verdict."""
+    fam_rows: dict[str, list[Row]] = {}
+    grp_rows: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        fam_rows.setdefault(r.family, []).append(r)
+        grp_rows.setdefault((r.family, r.instance.split("/")[0]), []).append(r)
+
+    def line(rs, **extra):
+        bad = [r for r in rs if not r.holds]
+        ineq = [r for r in rs if r.relation in ("<=", ">=")]
+        eqs = [r for r in rs if r.relation == "=="]
+        tight = min(ineq, key=lambda r: (r.rel_margin if math.isfinite(r.rel_margin) else math.inf)) if ineq else None
+        worst = min(rs, key=lambda r: (r.holds, r.margin if math.isfinite(r.margin) else -math.inf))
+        out = {**extra, "cases": len(rs), "method": _methods(rs), "violations": len(bad),
+               "verdict": "ok" if not bad else "VIOLATED"}
+        if tight is not None:
+            out.update(min_margin=min(r.margin for r in ineq), tightest_rel=tight.rel_margin, tightest=tight.id,
+                       tightest_value=tight.mid, tightest_bound=tight.bound_mid, attained=sum(r.margin == 0 for r in ineq))
+        if eqs:
+            out["max_difference"] = max((abs(r.value[1] - r.bound[0]) if r.method != "numeric" else
+                                         abs(r.value[0] - 0.5 * (r.bound[0] + r.bound[1]))) for r in eqs
+                                        if math.isfinite(r.value[0]))
+        out["worst"] = worst.id
+        return out
+
+    fams = [line(rs, family=f, title=FAMILIES[f]) for f, rs in sorted(fam_rows.items(), key=lambda kv: list(FAMILIES).index(kv[0]))]
+    groups = [line(rs, id=f"{f}/{i}", family=f, instance=i) for (f, i), rs in grp_rows.items()]
+    return fams, groups
+
+
+def verify(quick: bool = True, pattern: str | None = None, progress=None, keep_rows: bool = False) -> dict:
+    """Run the selected families; the summary per family and per (family, instance), the violated rows
+    (all rows with ``keep_rows``), and the instances' legend."""
     t0 = time.perf_counter()
-    rows = run_checks(quick, progress)
-    table = summarize(rows)
-    return {"quick": quick, "checks": len(rows), "violations": sum(not r.holds for r in rows),
-            "seconds": time.perf_counter() - t0, "table": table}
+    rows = run_checks(quick, pattern, progress)
+    fams, groups = summarize(rows)
+    bad = [r for r in rows if not r.holds]
+    out = {"quick": quick, "pattern": pattern, "checks": len(rows), "violations": len(bad),
+           "seconds": time.perf_counter() - t0, "families": fams, "groups": groups,
+           "violated": [row_dict(r) for r in bad],
+           "instances": {i.key: i.description for i in instances(quick)}}
+    if keep_rows:
+        out["rows"] = [row_dict(r) for r in rows]
+    return out
+
+
+def row_dict(r: Row) -> dict:
+    return {"id": r.id, "family": r.family, "value": list(r.value), "relation": r.relation, "bound": list(r.bound),
+            "method": r.method, "holds": r.holds, "margin": r.margin, "note": r.note}

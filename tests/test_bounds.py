@@ -1,63 +1,23 @@
-"""Theorem statements, every check family with teeth, bound curves and `mdmt verify` (Appendices A-C)."""
+"""Bound curves (Theorems 4.2-4.4): step counts from the statements, exact at any size, and bad input refused."""
 
 import math
 
 import numpy as np
 import pytest
-import sympy as sp
 
-from mdmt.bounds import checks
-from mdmt.bounds.checks import Instance
-from mdmt.bounds.curves import critical_c, min_steps_ter, ter_chain_bound
-from mdmt.bounds.statements import ALL, Step, eps, p_e, theorem_42_steps, theorem_44_constant
-from mdmt.bounds.verify import verify
-from mdmt.constructions.languages import NGram, interval_hmm
+from mdmt.bounds.curves import (critical_c, min_steps_ter, oracle_ser_lin, p_distinct_linear, ser_curve,
+                                ter_chain_bound, ter_curve, ter_target)
+from mdmt.bounds.statements import theorem_42_steps
+from mdmt.cli import main
 from mdmt.constructions.reverse.interval_closed_forms import oracle_ser
-
-
-def test_every_sympy_derivation_verifies_and_a_wrong_one_does_not():
-    for stmt in ALL:
-        assert all(ok for _, ok in stmt.check()), stmt.name
-    assert not Step("wrong constant", 2 * p_e(eps), p_e(eps)).verify()
-    assert not Step("wrong inequality", sp.Integer(2), sp.Integer(1), "<=").verify()
-    assert theorem_42_steps(3, 0.05) == 5335  # 1 + 2/(3 * 0.05^3) = 5334.33 (by hand)
-    assert theorem_44_constant(5, 1 / 128) == pytest.approx(math.exp(-1 / 64) / 2 / (5 * math.log(2)))
-
-
-# Tight instances (the bounds hold with equality, derived by hand), so any weakening must fail:
-COPY = Instance("copying 2-gram", NGram(2, [0.5, 0.5], [[1.0, 0.0], [0.0, 1.0]]), 2, n=2)
-# x_2 = x_1 uniform: revealing both at once gives KL = TC = log 2 = D log|V| and SER = 1/2 per collision.
-
-
-def _all_hold(rows):
-    return all(r.holds for r in rows)
-
-
-def test_check_families_pass_and_fail_when_weakened():
-    one_step = np.array([1.0])
-    assert _all_hold(checks.c1_c2_c3_c4(COPY, one_step))
-    for w in (0.9, 1.1):
-        rows = checks.c1_c2_c3_c4(COPY, one_step, weaken=w)
-        failed = {r.check for r in rows if not r.holds}
-        assert any(c.startswith("C1") for c in failed) or w > 1
-        assert any(c.startswith("C2") for c in failed)
-    failed = {r.check.split()[0] for r in checks.c1_c2_c3_c4(COPY, one_step, weaken=0.9) if not r.holds}
-    assert {"C1", "C2", "C3", "C4"} <= failed
-    two = np.array([0.5, 0.5])  # Thm 4.3: SER = 1/4, bound = 1/2
-    assert not _all_hold([r for r in checks.c1_c2_c3_c4(COPY, two, weaken=0.4) if r.check.startswith("Thm 4.3")])
-    iv = Instance("interval l=2", interval_hmm(2), 4, interval=2)
-    assert _all_hold(checks.theorem_44_exact(iv, two))
-    assert not _all_hold(checks.theorem_44_exact(iv, two, weaken=1.01))  # l = 2: the bound is exact
-    assert _all_hold(checks.c5_theorem_42(2, 0.2, [512]))
-    assert not _all_hold(checks.c5_theorem_42(2, 0.2, [512], weaken=0.01))
-    assert _all_hold(checks.theorem_44_large(5, 1 / 128, [1000]))
-    assert not _all_hold(checks.theorem_44_large(5, 1 / 128, [1000], weaken=1.9))
+from mdmt.constructions.reverse.schedules import p_distinct
 
 
 def test_ter_curve_and_min_steps():
     n, V, e = 3, 8, 0.1
     N = min_steps_ter(n, 512, V, e)
-    target = 4 * e * math.log(V)
+    target = 4 * e * math.log(V)  # eps_learning + 4 eps log|V| at eps_learning = 0 (by hand)
+    assert ter_target(V, e) == pytest.approx(target, rel=1e-15)
     assert ter_chain_bound(n, 512, N, V, e) <= target < ter_chain_bound(n, 512, N - 1, V, e)
     assert N <= theorem_42_steps(n, e)  # the explicit theorem is sufficient, the exact count smaller
 
@@ -71,7 +31,53 @@ def test_critical_constant_is_exact():
     assert abs(c - 1 / math.log(2)) < 0.01
 
 
-def test_verify_quick_passes():
-    out = verify(quick=True)
-    assert out["violations"] == 0 and out["checks"] > 300
-    assert {r["check"].split()[0] for r in out["table"]} >= {"C1", "C2", "C3", "C4", "C5/Thm", "Thm", "sympy"}
+def test_linear_schedule_without_an_array_agrees_with_the_array():
+    for N, L in ((7, 3), (1000, 5), (1 << 20, 40)):
+        assert p_distinct_linear(N, L) == p_distinct(np.full(N, 1.0 / N), L)
+        assert oracle_ser_lin(5, 5 * L, N) == oracle_ser(5, 5 * L, np.full(N, 1.0 / N))
+    # beyond the array: the product form, against prod_{k<L} (1 - k/N) summed exactly (by hand for L = 2)
+    N = 10 ** 13
+    assert p_distinct_linear(N, 2) == pytest.approx(1 - 1 / N, rel=1e-15)
+    assert p_distinct_linear(3, 5) == 0.0
+
+
+def test_large_requests_answer_fast_or_refuse():
+    out = ser_curve(5, 10 ** 6)  # N up to 10 L^2 = 10^13: no array of size N
+    assert 1.44 < out["critical_c"] < 1.45 and all(0 <= r["oracle_ser"] <= 1 for r in out["rows"])
+    ter = ter_curve(3, 0.05, [10 ** 9])  # the matrix-power path of E[D_j]
+    assert ter["min_steps"][10 ** 9] is not None and all(math.isfinite(r["chain_bound"]) for r in ter["rows"])
+    with pytest.raises(ValueError, match="l <= 256"):
+        ser_curve(100000, 100000)
+    with pytest.raises(ValueError, match="operations, above mdmt's limit"):
+        ter_curve(1000, 0.05, [256])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["curve", "ser", "-l", "4", "-L", "0"], "--length must be an integer >= 1, got 0"),
+    (["curve", "ser", "-l", "0"], "--interval-length must be an integer >= 2, got 0"),
+    (["curve", "ter", "--eps-learning", "-1"], "--eps-learning must be a finite number >= 0, got -1.0"),
+    (["curve", "ter", "--eps-learning", "nan"], "--eps-learning must be a finite number >= 0, got nan"),
+    (["curve", "ser", "--eps-learning", "nan"], "--eps-learning must be a finite number >= 0, got nan"),
+    (["curve", "ter", "--lengths", ""], "--lengths must list at least one integer"),
+    (["curve", "ter", "--n", "1000"], "n = 1000"),
+    (["curve", "ter", "--eps", "1.5"], "--eps must be a finite number in (0, 1), got 1.5"),
+    (["curve", "ser", "-l", "100000", "-L", "100000"], "interval length l = 100000"),
+    (["exact", "--language", "preset:2gram", "-L", "1000000000", "-N", "3"], "about 10^954242509 partial assignments"),
+    (["exact", "--language", "preset:2gram", "-L", "4500", "-N", "3"], "9^4500 = about 10^4294"),
+    (["dependencies", "--n", "3", "-L", "8", "-N", "100000000"], "mdmt's limit is N <= 10000000"),
+    (["dependencies", "--n", "1", "-L", "8", "-N", "3"], "--n must be an integer >= 2, got 1"),
+])
+def test_bad_sizes_and_values_are_one_line_errors(capsys, argv, message):
+    try:
+        status = main(argv)
+    except SystemExit as exc:  # argparse's own errors
+        status = exc.code
+    err = capsys.readouterr().err
+    assert status == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def test_huge_lengths_answer_fast(capsys):
+    assert main(["dependencies", "--n", "3", "-L", "1000000000", "-N", "16", "--json"]) == 0
+    assert main(["curve", "ter", "--lengths", "1000000000", "--json"]) == 0
+    assert main(["curve", "ser", "-l", "5", "-L", "1000000", "--json"]) == 0
+    capsys.readouterr()

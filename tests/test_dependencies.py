@@ -55,3 +55,44 @@ def test_chain_bound_is_eps_plus_log_v_times_dependencies_per_token():
     assert chain_bound(3, 100, pi, 8, 0.01) == pytest.approx(0.01 + math.log(8) * ed / 100, rel=1e-15)
     # one step reveals everything at once: a single segment, D_1 = L - 1 (by hand)
     assert expected_dependencies(2, 10, np.ones(1)) == pytest.approx(9.0)
+
+
+def test_matrix_power_path_equals_the_scan():
+    from mdmt.bounds.dependencies import _expected_segments, _expected_segments_power
+    from mdmt.constructions.reverse.schedules import revealed_before
+
+    for n in (2, 3, 5):
+        for spec, N in (("linear", 16), ("cosine", 32), ("warmstart:0.2", 8)):
+            pi = reveal_probabilities(spec, N)
+            a = revealed_before(pi)
+            for L in (1, 7, 300, 4096):
+                np.testing.assert_allclose(_expected_segments_power(a, pi, L, n), _expected_segments(a, pi, L, n),
+                                           rtol=1e-11, atol=1e-12)
+
+
+def test_exact_rational_expectation_equals_enumeration():
+    from fractions import Fraction
+
+    from mdmt.bounds.references import dependencies_by_segments, expected_dependencies_exact
+
+    pi = [Fraction(1, 2), Fraction(1, 3), Fraction(1, 6)]
+    for n, L in ((2, 4), (3, 5)):
+        exact = expected_dependencies_exact(n, L, pi)
+        total = [Fraction(0)] * 3
+        for tau in assignments(3, L):
+            w = np.prod([pi[t - 1] for t in tau])
+            d = dependencies_by_definition(n, tau)
+            for j, dj in enumerate(d):
+                total[j] += w * int(dj)
+        assert exact == total  # exact rationals, both ways
+        taus = np.array(list(assignments(3, L)))
+        lib = np.array([np.pad(dependencies_by_definition(n, t), (0, 3 - int(t.max()))) for t in taus])
+        np.testing.assert_array_equal(dependencies_by_segments(n, taus), lib)
+
+
+def test_work_guard_names_the_sizes():
+    from mdmt.bounds.dependencies import check_dependency_work
+
+    with pytest.raises(ValueError, match="n = 3, L = 60000, N = 100000 steps needs about"):
+        check_dependency_work(3, 60000, 100000)
+    check_dependency_work(3, 10 ** 12, 16)  # the matrix power: cheap at any L

@@ -102,3 +102,56 @@ def test_exact_metrics_collects_the_law_and_the_chain():
 def test_exact_rejects_too_large_instances():
     with pytest.raises(ValueError, match="partial assignments"):
         build_tables(random_ngram(2, 8, 2.0, 0.0, seed=0), 12)
+
+
+def test_learning_term_is_a_kl_divergence_and_zero_for_the_oracle():
+    lang = random_ngram(2, 3, 2.0, 0.05, seed=2)
+    pi = np.array([0.3, 0.3, 0.4])
+    assert chain_quantities(lang, 4, pi)["expected_learning_term"] == 0.0  # exactly: rows compared with themselves
+    for den in (UniformMixture(lang, 0.2), TemperedOracle(lang, 0.5)):
+        ch = chain_quantities(lang, 4, pi, den)
+        assert ch["expected_learning_term"] > 0
+        # the two sides of C2 in expectation come from different formulas and agree
+        assert ch["expected_assignment_kl"] == pytest.approx(ch["expected_total_correlation"] + ch["expected_learning_term"],
+                                                             rel=1e-12)
+
+
+def test_serial_and_parallel_steps_are_bitwise_equal():
+    from mdmt.constructions.reverse.exact import _CHUNKS, _step_parallel, _step_serial
+
+    lang = random_ngram(2, 3, 2.0, 0.05, seed=3)
+    t = build_tables(lang, 4)
+    from mdmt.constructions.reverse.tables import denoiser_table
+
+    D = denoiser_table(t, None)
+    f = np.random.default_rng(0).random(t.n_states)
+    live = t.q_ext > 0
+    a = _step_serial(f, t.digits, D, 0.4, t.V, t.strides, live, _CHUNKS)
+    b = _step_parallel(f, t.digits, D, 0.4, t.V, t.strides, live, _CHUNKS)
+    assert np.array_equal(a, b)
+
+
+def test_references_equal_brute_force():
+    """bounds/references.py's p_N (a mixture over reveal orders) against the enumeration of tests/reference.py."""
+    from mdmt.bounds.references import ChainEval, Partitions, Reference, partition_probabilities
+
+    lang = random_ngram(2, 2, 2.0, 0.05, seed=5)
+    L, pi = 3, np.array([0.5, 0.25, 0.25])
+    den = UniformMixture(lang, 0.3)
+    q, pN, ekl = _reference(lang, L, pi, den)
+    ref = Reference(lang, L)
+    from mdmt.constructions.reverse.tables import support_table
+
+    ch = ChainEval(ref, ref.table(support_table(build_tables(lang, L), den)), Partitions(L, L))
+    e, p = ch.expected(partition_probabilities(ch.parts, pi, ref.B))
+    np.testing.assert_allclose(p.mid, pN[q > 0], rtol=1e-12)
+    assert float(e.mid) == pytest.approx(ekl, rel=1e-11)
+
+
+def test_exact_refuses_before_building_huge_integers():
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"about 10\^954242509 partial assignments"):
+        build_tables(random_ngram(2, 8, 2.0, 0.0, seed=0), 10 ** 9)
+    assert time.perf_counter() - t0 < 1

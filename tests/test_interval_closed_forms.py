@@ -53,3 +53,18 @@ def test_bit_biased_denoiser_respects_the_theorem_44_bound():
         oracle_ser(3, 7, [1.0])
     with pytest.raises(ValueError, match="learning error eps must be a finite number >= 0"):
         mismatch_probability(-1.0)
+
+
+def test_linear_closed_form_and_exact_rho():
+    from fractions import Fraction
+
+    from mdmt.bounds.references import rho_exact
+    from mdmt.constructions.reverse.interval_closed_forms import log_rho_linear
+
+    for l, N in ((2, 1), (3, 7), (5, 1000)):
+        pi = np.full(N, 1.0 / N)
+        assert math.exp(log_rho_linear(l, N)) == pytest.approx(rho(l, pi), rel=1e-13)
+        assert float(rho_exact(l, [Fraction(1, N)] * N)) == pytest.approx(rho(l, pi), rel=1e-12)
+    assert rho_exact(3, [Fraction(1, 3)] * 3) == Fraction(6 * 8 + 18 * 4 + 3 * 1, 27 * 8)  # by hand, as above
+    with pytest.raises(ValueError, match="l <= 256"):
+        oracle_ser(300, 300, [1.0])

@@ -13,15 +13,25 @@ all 2^L marginals (from the partial-assignment table of :mod:`.tables`),
     E_tau H(X_{S_j}|X_{U_j})                      = sum_{u,s} a_j^u pi_j^s (1-a_j-pi_j)^(L-u-s)
                                                        [C(u+s, u) H_{u+s} - C(L-u, s) H_u]
 
-where H_k = sum_{|W| = k} H(X_W).  Per step, E_q TC_j = (second) - (third), the learning
-term is -(second) - (first), and the step's share of KL(q || p_tau) is -(third) - (first);
-summed over j the third line telescopes to H(q).  So
+where H_k = sum_{|W| = k} H(X_W).  Per step, E_q TC_j = (second) - (third) and the step's
+share of KL(q || p_tau) is -(third) - (first); summed over j the third line telescopes to H(q).
+The learning term is computed on its own, row by row, from its definition:
+
+    E_tau sum_{i in S_j} E_q KL(q(.|X_{U_j}) || p(.|X_{U_j})) = sum_U sum_{i notin U} P(U_j=U, i in S_j) K(U, i),
+    K(U, i) = sum_{x_U: q(x_U) > 0} q(x_U) sum_v q(v|x_U) log(q(v|x_U) / p(v|x_U))          (>= 0; 0 for the oracle)
+
+so the two sides of
 
     E_tau KL(q || p_tau) = -H(q) - sum_j (first)_j                                  (C1's right side, Lemma B.2)
                          = E_tau sum_j E_q TC_j + E_tau sum_j sum_{i in S_j} E_q KL(q(.|X_U) || p(.|X_U))   (C2, Lemma B.3)
 
-For one fixed assignment tau, ``assignment_quantities`` computes KL(q || p_tau), every TC_j
-and learning term directly from their definitions (for the C2 identity test).
+come from different formulas (log-predictions of the denoiser on one side; joint entropies and
+row-wise KL divergences on the other), and a wrong term on either side shows.  The learning
+term is checked to be >= 0, and it is exactly 0 for the oracle (the rows compared are the same
+numbers).
+
+For one fixed assignment tau, ``assignment_quantities`` computes KL(q || p_tau) from p_tau
+sequence by sequence, and every TC_j and learning term from entropies and row-wise KL.
 """
 
 from __future__ import annotations
@@ -72,6 +82,34 @@ def _log_pred_terms(tables: Tables, D: np.ndarray):
     return G, Hc, HW
 
 
+def _learning_terms(tables: Tables, D: np.ndarray) -> np.ndarray:
+    """K[U, i] = sum_{x_U: q(x_U)>0} q(x_U) KL(q(.|x_U) || D(.|x_U) at i), row by row, for i not in U (nan where i in U)."""
+    V, L = tables.V, tables.L
+    n_sub = 1 << L
+    K = np.full((n_sub, L), np.nan)
+    q = tables.q_ext
+    subsets = np.arange(n_sub)
+    for i in range(L):
+        bit = 1 << (L - 1 - i)
+        states = np.flatnonzero((tables.digits[:, i] == V) & (q > 0))
+        child = states[:, None] + (np.arange(V)[None, :] - V) * tables.stride(i)
+        qc = q[child]  # q(x_U, x_i = v)
+        post = qc / q[states][:, None]  # q(v | x_U): the same division as the oracle's table
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rows = np.where(qc > 0, qc * (np.log(np.where(qc > 0, post, 1.0)) - np.log(D[states, i, :])), 0.0).sum(axis=1)
+        free = (subsets & bit) == 0
+        K[free, i] = np.bincount(tables.pattern[states], weights=rows, minlength=n_sub)[free]
+    return K
+
+
+def _check_learning(learning: float, oracle: bool) -> None:
+    """The learning term is a KL divergence: >= 0, and exactly 0 for the oracle (an inconsistency is a bug)."""
+    if oracle and learning != 0.0:
+        raise RuntimeError(f"internal check failed: the oracle's learning term is {learning!r}, not 0")
+    if not learning >= -1e-12:
+        raise RuntimeError(f"internal check failed: a learning term (a KL divergence) is {learning!r} < 0")
+
+
 def _powers(x: np.ndarray, k: np.ndarray) -> np.ndarray:
     """x[:, None] ** k[None, :] with 0^0 = 1."""
     return np.where(k[None, :] == 0, 1.0, np.asarray(x, dtype=np.float64)[:, None] ** np.maximum(k, 0)[None, :])
@@ -92,6 +130,7 @@ def chain_quantities(language, L: int, pi, denoiser=None, tables: Tables | None 
     pi = as_pi(pi)
     D = table if table is not None else support_table(tables, denoiser)
     G, Hc, HW = _log_pred_terms(tables, D)
+    K = _learning_terms(tables, D)
     Hq = float(HW[-1])
     pc = _popcounts(L)
     u = np.arange(L + 1)
@@ -99,6 +138,7 @@ def chain_quantities(language, L: int, pi, denoiser=None, tables: Tables | None 
     Hsum = np.bincount(pc, weights=HW, minlength=L + 1)
     with np.errstate(invalid="ignore"):
         Gsum = np.bincount(pc, weights=np.where(np.isnan(G), 0.0, G).sum(axis=1), minlength=L + 1)[:L]
+        Ksum = np.bincount(pc, weights=np.where(np.isnan(K), 0.0, K).sum(axis=1), minlength=L + 1)[:L]
     Hcsum = (u[:L] + 1) * Hsum[1:] - (L - u[:L]) * Hsum[:L]
     a = revealed_before(pi)
     k = np.arange(L)
@@ -106,6 +146,8 @@ def chain_quantities(language, L: int, pi, denoiser=None, tables: Tables | None 
     with np.errstate(invalid="ignore"):
         first = np.where(wsingle > 0, wsingle * Gsum[None, :], 0.0).sum(axis=1)  # E sum_{i in S_j} log p
     second = (wsingle * Hcsum[None, :]).sum(axis=1)  # E sum_{i in S_j} H(X_i | X_U)
+    with np.errstate(invalid="ignore"):
+        learning = np.where(wsingle > 0, wsingle * Ksum[None, :], 0.0).sum(axis=1)  # E sum_{i in S_j} KL rows
     # E H(X_{S_j} | X_{U_j}) = sum_{u,s} a^u pi^s (1-a-pi)^(L-u-s) [C(u+s,u) H_{u+s} - C(L-u,s) H_u]
     third = np.zeros(len(pi))
     rest = np.maximum(1.0 - a - pi, 0.0)
@@ -115,8 +157,8 @@ def chain_quantities(language, L: int, pi, denoiser=None, tables: Tables | None 
         w = _powers(a, np.full(1, uu))[:, 0:1] * _powers(pi, s) * _powers(rest, L - uu - s)
         third += (w * A[None, :]).sum(axis=1)
     tc = second - third
-    learning = -second - first
     kl = -third - first
+    _check_learning(float(learning.sum()), oracle=denoiser is None and table is None)
     out = {
         "entropy_nats": Hq,
         "expected_assignment_kl": float(-Hq - first.sum()),
@@ -152,6 +194,7 @@ def assignment_quantities(language, tau, denoiser=None, tables: Tables | None = 
     D = table if table is not None else support_table(tables, denoiser)
     V = tables.V
     HW = subset_entropies(tables)
+    K = _learning_terms(tables, D)
     bit = 1 << (L - 1 - np.arange(L))
     supp = tables.q > 0
     X = tables.sequences[supp]
@@ -164,17 +207,15 @@ def assignment_quantities(language, tau, denoiser=None, tables: Tables | None = 
         S = np.flatnonzero(tau == j)
         state = np.where(U[None, :], X, V) @ strides
         uB = int(bit[U].sum())
-        cond_sum, learn = 0.0, 0.0
+        cond_sum = 0.0
         for i in S:
             with np.errstate(divide="ignore"):
-                lp = np.log(D[state, i, X[:, i]])
-            logp += lp
-            h_i = HW[uB | int(bit[i])] - HW[uB]
-            cond_sum += h_i
-            learn += -h_i - float(np.sum(q * lp))  # E_q KL = -H(X_i|X_U) - E_q log p(X_i|X_U)
+                logp += np.log(D[state, i, X[:, i]])
+            cond_sum += HW[uB | int(bit[i])] - HW[uB]
         h_joint = HW[uB | int(bit[S].sum())] - HW[uB]
         tc[int(j)] = float(cond_sum - h_joint)
-        learning[int(j)] = float(learn)
+        learning[int(j)] = float(K[uB, S].sum())
+        _check_learning(learning[int(j)], oracle=denoiser is None and table is None)
     kl = float(np.sum(q * (np.log(q) - logp)))
     return {"kl_nats": kl, "total_correlation": tc, "learning": learning}
 

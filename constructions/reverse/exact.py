@@ -28,69 +28,95 @@ from .tables import Tables, build_tables, denoiser_table, support_table
 _CHUNKS = 4  # fixed work split of a step (results do not depend on the number of threads)
 
 
-@nb.njit(cache=True, parallel=True)
-def _step(f, digits, D, r, V, strides, live, nchunks):
-    """One reverse step: push the mass of every live state through the product measure.
+SERIAL_MAX_STATES = 1 << 16  # below this a step runs its chunks in one thread (thread start-up dominates)
+
+
+@nb.njit(cache=True)
+def _chunk(f, digits, D, r, V, strides, live, nchunks, c, out):
+    """Chunk c of one reverse step: push the mass of its live states through the product measure.
 
     The depth-first search assigns the masked positions of state s one by one; the
     partial successor after d choices is itself a state (the undecided positions still
     masked), so a subtree whose partial successor is not live is pruned.
     """
     S, L = digits.shape
-    outs = np.zeros((nchunks, S))
     stay = 1.0 - r
+    pos = np.empty(L, dtype=np.int64)
+    choice = np.empty(L + 1, dtype=np.int64)
+    w = np.empty((L, V + 1))
+    pp = np.empty(L + 1)
+    cp = np.empty(L + 1, dtype=np.int64)
+    lo = c * S // nchunks
+    hi = (c + 1) * S // nchunks
+    for s in range(lo, hi):
+        mass = f[s]
+        if mass == 0.0 or not live[s]:
+            continue
+        k = 0
+        for i in range(L):
+            if digits[s, i] == V:
+                pos[k] = i
+                for v in range(V):
+                    w[k, v] = r * D[s, i, v]
+                w[k, V] = stay
+                k += 1
+        if k == 0:
+            out[s] += mass
+            continue
+        pp[0] = mass
+        cp[0] = s
+        d = 0
+        choice[0] = -1
+        while d >= 0:
+            choice[d] += 1
+            ch = choice[d]
+            if ch > V:
+                d -= 1
+                continue
+            wt = w[d, ch]
+            if wt == 0.0:
+                continue
+            t = cp[d] + (ch - V) * strides[pos[d]]
+            if not live[t]:
+                continue  # q(x_U) = 0 here: no completion of it is in the support
+            m = pp[d] * wt
+            if d + 1 == k:
+                out[t] += m
+            else:
+                pp[d + 1] = m
+                cp[d + 1] = t
+                d += 1
+                choice[d] = -1
+
+
+@nb.njit(cache=True, parallel=True)
+def _step_parallel(f, digits, D, r, V, strides, live, nchunks):
+    S = digits.shape[0]
+    outs = np.zeros((nchunks, S))
     for c in nb.prange(nchunks):
-        out = outs[c]
-        pos = np.empty(L, dtype=np.int64)
-        choice = np.empty(L + 1, dtype=np.int64)
-        w = np.empty((L, V + 1))
-        pp = np.empty(L + 1)
-        cp = np.empty(L + 1, dtype=np.int64)
-        lo = c * S // nchunks
-        hi = (c + 1) * S // nchunks
-        for s in range(lo, hi):
-            mass = f[s]
-            if mass == 0.0 or not live[s]:
-                continue
-            k = 0
-            for i in range(L):
-                if digits[s, i] == V:
-                    pos[k] = i
-                    for v in range(V):
-                        w[k, v] = r * D[s, i, v]
-                    w[k, V] = stay
-                    k += 1
-            if k == 0:
-                out[s] += mass
-                continue
-            pp[0] = mass
-            cp[0] = s
-            d = 0
-            choice[0] = -1
-            while d >= 0:
-                choice[d] += 1
-                ch = choice[d]
-                if ch > V:
-                    d -= 1
-                    continue
-                wt = w[d, ch]
-                if wt == 0.0:
-                    continue
-                t = cp[d] + (ch - V) * strides[pos[d]]
-                if not live[t]:
-                    continue  # q(x_U) = 0 here: no completion of it is in the support
-                m = pp[d] * wt
-                if d + 1 == k:
-                    out[t] += m
-                else:
-                    pp[d + 1] = m
-                    cp[d + 1] = t
-                    d += 1
-                    choice[d] = -1
+        _chunk(f, digits, D, r, V, strides, live, nchunks, c, outs[c])
     res = np.zeros(S)
     for c in range(nchunks):
         res += outs[c]
     return res
+
+
+@nb.njit(cache=True)
+def _step_serial(f, digits, D, r, V, strides, live, nchunks):
+    S = digits.shape[0]
+    outs = np.zeros((nchunks, S))
+    for c in range(nchunks):
+        _chunk(f, digits, D, r, V, strides, live, nchunks, c, outs[c])
+    res = np.zeros(S)
+    for c in range(nchunks):
+        res += outs[c]
+    return res
+
+
+def _step(f, digits, D, r, V, strides, live, nchunks):
+    """One reverse step; the same chunks and the same order of sums in one thread or several (equal results)."""
+    kernel = _step_serial if digits.shape[0] <= SERIAL_MAX_STATES else _step_parallel
+    return kernel(f, digits, D, r, V, strides, live, nchunks)
 
 
 @dataclass
@@ -177,7 +203,7 @@ def exact_metrics(language, L: int, pi, denoiser=None) -> dict:
     pi = as_pi(pi)
     D = support_table(tables, denoiser)
     res = exact_output_law(language, L, pi, tables=tables, table=D)
-    chain = chain_quantities(language, L, pi, tables=tables, table=D)
+    chain = chain_quantities(language, L, pi, denoiser, tables=tables, table=None if denoiser is None else D)
     return {
         "kl_nats": res.kl_nats,
         "kl_bits_per_token": res.kl_bits_per_token,

@@ -19,6 +19,9 @@ u_a = u_b = u_min, giving p_e(eps) = 2 u_min (1 - u_min) = e^(-2 eps) / 2.  Ever
 with at least one same-step pair then fails with probability >= p_e, given the past, so
 
     SER >= 1 - (1 - p_e(eps) (1 - P_distinct(l; pi)))^(L/l)    for every schedule.
+
+The two bounds are the statements ``MISMATCH`` and ``THEOREM_44_BOUND`` of
+:mod:`mdmt.bounds.statements` (derived and checked there); this module evaluates them.
 """
 
 from __future__ import annotations
@@ -32,22 +35,31 @@ from .schedules import as_pi, log_convolve, p_distinct
 
 
 def _check(l: int, L: int) -> tuple[int, int]:
-    l = positive_int("interval length l", l, minimum=2)
+    l = _interval_length(l)
     L = positive_int("L", L)
     if L % l:
         raise ValueError(f"sequence length L={L} is not a multiple of the interval length l={l}")
     return l, L
 
 
-def log_rho(l: int, pi) -> float:
-    """log rho(l, pi) = log E[2^(-same-step pairs)] for one interval (log-space DP over steps)."""
+MAX_INTERVAL = 256  # the DP over an interval costs O(l^2 log N); longer intervals are refused
+
+
+def _interval_length(l) -> int:
     l = positive_int("interval length l", l, minimum=2)
-    pi = as_pi(pi)
+    if l > MAX_INTERVAL:
+        raise ValueError(f"interval length l = {l}: the exact interval closed forms cost O(l^2 log N) per point; "
+                         f"mdmt's limit is l <= {MAX_INTERVAL} (use a shorter interval)")
+    return l
+
+
+def log_rho_groups(l: int, values, counts) -> float:
+    """log rho for a schedule given as distinct reveal probabilities ``values`` with multiplicities ``counts``."""
+    l = _interval_length(l)
     n = np.arange(l + 1)
     log_w = -(n * (n - 1) / 2) * math.log(2) - np.array([math.lgamma(k + 1) for k in n])
     g = np.full(l + 1, -np.inf)
     g[0] = 0.0
-    values, counts = np.unique(pi[pi > 0], return_counts=True)
     for p, m in zip(values, counts):
         # one step with reveal probability p contributes sum_k p^k 2^(-C(k,2)) / k! x^k; m equal
         # steps contribute its m-th power, by repeated squaring (truncated at degree l)
@@ -65,6 +77,20 @@ def log_rho(l: int, pi) -> float:
     return float(math.lgamma(l + 1) + g[l])
 
 
+def log_rho(l: int, pi) -> float:
+    """log rho(l, pi) = log E[2^(-same-step pairs)] for one interval (log-space DP over steps)."""
+    l = _interval_length(l)
+    pi = as_pi(pi)
+    values, counts = np.unique(pi[pi > 0], return_counts=True)
+    return log_rho_groups(l, values, counts)
+
+
+def log_rho_linear(l: int, N: int) -> float:
+    """log rho for the linear schedule pi_j = 1/N without building pi (the same arithmetic as ``log_rho``)."""
+    N = positive_int("number of steps N", N)
+    return log_rho_groups(l, [1.0 / N], [N])
+
+
 def rho(l: int, pi) -> float:
     return math.exp(log_rho(l, pi))
 
@@ -75,15 +101,39 @@ def oracle_ser(l: int, L: int, pi) -> float:
     return float(-math.expm1((L // l) * log_rho(l, pi)))
 
 
+def oracle_ser_linear(l: int, L: int, N: int) -> float:
+    """``oracle_ser`` for the linear schedule with N steps, without building pi (any N)."""
+    l, L = _check(l, L)
+    return float(-math.expm1((L // l) * log_rho_linear(l, N)))
+
+
+def learning_error_value(eps, name: str = "learning error eps") -> float:
+    """A learning error as a float: finite and >= 0, or a ValueError naming ``name`` and the value."""
+    try:
+        e = float(eps)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}") from None
+    if not (math.isfinite(e) and e >= 0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
+    return e
+
+
 def mismatch_probability(eps: float) -> float:
-    """p_e(eps) = e^(-2 eps) / 2: least mismatch probability of a colliding pair under learning error eps."""
-    if not eps >= 0 or not math.isfinite(eps):
-        raise ValueError(f"learning error eps must be a finite number >= 0, got {eps!r}")
-    return 0.5 * math.exp(-2.0 * eps)
+    """p_e(eps) = e^(-2 eps) / 2: least mismatch probability of a colliding pair under learning error eps.
+
+    Evaluated from the statement :data:`mdmt.bounds.statements.MISMATCH`, where it is derived.
+    """
+    from mdmt.bounds.statements import MISMATCH
+
+    return MISMATCH.evaluate(epsilon_learning=learning_error_value(eps))
 
 
 def ser_lower_bound(l: int, L: int, pi, eps: float) -> float:
-    """Theorem 4.4 (explicit): SER >= 1 - (1 - p_e(eps) (1 - P_distinct(l; pi)))^(L/l), any schedule."""
+    """Theorem 4.4 (explicit): SER >= 1 - (1 - p_e(eps) (1 - P_distinct(l; pi)))^(L/l), any schedule.
+
+    Evaluated from the statement :data:`mdmt.bounds.statements.THEOREM_44_BOUND`.
+    """
+    from mdmt.bounds.statements import THEOREM_44_BOUND
+
     l, L = _check(l, L)
-    fail = mismatch_probability(eps) * (1.0 - p_distinct(pi, l))
-    return float(-math.expm1((L // l) * math.log1p(-fail)))
+    return THEOREM_44_BOUND.evaluate(epsilon_learning=learning_error_value(eps), P_distinct_l=p_distinct(pi, l), L=L, l=l)

@@ -153,7 +153,8 @@ def learning_error(language, denoiser, L: int, *, method: str = "auto", num: int
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if method == "auto":
-        method = "exact" if (language.n_symbols + 1) ** L <= AUTO_EXACT_STATES or tables is not None else "monte_carlo"
+        small = L * math.log2(language.n_symbols + 1) <= math.log2(AUTO_EXACT_STATES)  # no huge integer
+        method = "exact" if small or tables is not None else "monte_carlo"
     if method == "exact":
         return _exact(language, denoiser, L, tables, pi, quantiles)
     if pi is not None:

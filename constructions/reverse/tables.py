@@ -11,6 +11,7 @@ the oracle q(x_i = v | x_U) = q_ext[s with digit i = v] / q_ext[s].  The exact o
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,15 +60,26 @@ class Tables:
         return (self.V + 1) ** (self.L - 1 - i)
 
 
+def check_exact_size(V: int, L: int) -> None:
+    """Refuse an exact evaluation with more than MAX_STATES partial assignments, before any allocation.
+
+    The size (V+1)^L is compared through its bit length (L log2(V+1)), so a huge L never builds a
+    huge integer; the message names the size, the limit and the alternative.
+    """
+    bits = L * math.log2(V + 1)
+    if bits > math.log2(MAX_STATES):
+        size = f"{(V + 1) ** L}" if bits < 64 else f"about 10^{L * math.log10(V + 1):.0f}"
+        raise ValueError(
+            f"exact evaluation at L = {L} needs (V+1)^L = {V + 1}^{L} = {size} partial assignments; "
+            f"at most {MAX_STATES} are supported (use the Monte Carlo sampler, mdmt sample, or a smaller L)"
+        )
+
+
 def build_tables(language, L: int) -> Tables:
     """Enumerate q on V^L (exact scores) and extend it to all (V+1)^L partial assignments."""
     L = positive_int("L", L)
     V = language.n_symbols
-    if (V + 1) ** L > MAX_STATES:
-        raise ValueError(
-            f"exact evaluation at L = {L} needs (V+1)^L = {V + 1}^{L} = {(V + 1) ** L} partial assignments; "
-            f"at most {MAX_STATES} are supported (use the Monte Carlo sampler)"
-        )
+    check_exact_size(V, L)
     grid = np.indices((V,) * L).reshape(L, -1).T.astype(np.int64)
     q = np.exp(as_hmm(language).score(grid))
     ext = q.reshape((V,) * L)

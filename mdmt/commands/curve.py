@@ -1,8 +1,9 @@
 """``mdmt curve ter|ser``: bound curves and the step counts they imply (Theorems 4.2-4.4)."""
 
 import csv
+import math
 
-from ._common import add_json, add_length, format_table, int_list, print_json
+from ._common import add_json, add_length, at_least, format_table, int_list, print_json
 
 HELP = "bound curves: TER chain bound vs N over several L, or interval-HMM SER with Theorems 4.3/4.4"
 
@@ -39,15 +40,30 @@ def add_arguments(p):
     _outputs(ser)
 
 
+def _finite(flag: str, value, low: float = 0.0, low_open: bool = False, high: float | None = None) -> float:
+    """A finite number in the stated range, or a one-line error naming the flag and the value."""
+    ok = math.isfinite(value) and (value > low if low_open else value >= low) and (high is None or value < high)
+    if not ok:
+        rng = f"in ({low:g}, {high:g})" if high is not None else (f"> {low:g}" if low_open else f">= {low:g}")
+        raise ValueError(f"{flag} must be a finite number {rng}, got {value!r}")
+    return value
+
+
 def run(args) -> int:
     from mdmt.bounds.curves import ser_curve, ter_curve
 
+    eps_learning = _finite("--eps-learning", args.eps_learning)
     if args.kind == "ter":
         lengths = sorted(set(int_list("--lengths", args.lengths)))
-        out = ter_curve(args.n, args.eps, lengths, args.vocab, args.eps_learning, args.schedule)
+        at_least("--n", args.n, 2)
+        at_least("--vocab", args.vocab, 2)
+        eps = _finite("--eps", args.eps, 0.0, low_open=True, high=1.0)
+        out = ter_curve(args.n, eps, lengths, args.vocab, eps_learning, args.schedule)
         header = ["L", "N", "chain_bound", "theorem42_bound"]
     else:
-        out = ser_curve(args.interval_length, args.length, args.eps_learning)
+        at_least("--interval-length", args.interval_length, 2)
+        at_least("--length", args.length, 1)
+        out = ser_curve(args.interval_length, args.length, eps_learning)
         header = ["N", "C", "oracle_ser", "theorem44_lower", "theorem43_upper"]
     if args.csv:
         with open(args.csv, "w", newline="") as fh:

@@ -1,6 +1,6 @@
 """``mdmt dependencies``: the exact expected number of dependencies E[sum_j D_j] (C4; Definitions B.4-B.5)."""
 
-from ._common import add_json, add_length, add_schedule, add_steps, format_table, print_json, schedule_pi
+from ._common import add_json, add_length, add_schedule, add_steps, at_least, format_table, print_json, schedule_pi
 
 HELP = "exact E[D_j] and E[sum_j D_j] for an n-gram, a length and a schedule"
 
@@ -13,9 +13,18 @@ def add_arguments(p):
     add_json(p)
 
 
-def run(args) -> int:
-    from mdmt.bounds.dependencies import expected_dependencies_per_step
+MAX_STEPS = 10 ** 7  # the per-step table has N rows
 
+
+def run(args) -> int:
+    from mdmt.bounds.dependencies import check_dependency_work, expected_dependencies_per_step
+
+    at_least("--n", args.n, 2)
+    at_least("--length", args.length, 1)
+    at_least("--steps", args.steps, 1)
+    if args.steps > MAX_STEPS:
+        raise ValueError(f"--steps N = {args.steps}: the per-step table has N rows; mdmt's limit is N <= {MAX_STEPS}")
+    check_dependency_work(args.n, args.length, args.steps)  # before the schedule is built
     pi = schedule_pi(args.schedule, args.steps)
     per_step = expected_dependencies_per_step(args.n, args.length, pi)
     out = {"n": args.n, "length": args.length, "steps": args.steps, "schedule": args.schedule,

@@ -1,6 +1,7 @@
 """``mdmt exact``: the exact output law of the N-step sampler on a small language."""
 
-from ._common import add_json, add_language, add_length, add_schedule, add_steps, load_language, print_quantities, schedule_pi
+from ._common import (add_json, add_language, add_length, add_schedule, add_steps, at_least, load_language,
+                      print_quantities, schedule_pi)
 
 HELP = "exact KL(q||p_N), log2 TER gap, SER and proof-chain quantities of the oracle sampler (small L)"
 
@@ -13,10 +14,19 @@ def add_arguments(p):
     add_json(p)
 
 
+MAX_STEPS = 10 ** 7
+
+
 def run(args) -> int:
     from mdmt.constructions.reverse.exact import exact_metrics
+    from mdmt.constructions.reverse.tables import check_exact_size
 
+    at_least("--length", args.length, 1)
+    at_least("--steps", args.steps, 1)
+    if args.steps > MAX_STEPS:
+        raise ValueError(f"--steps N = {args.steps} exceeds mdmt's limit of {MAX_STEPS} steps for the exact law")
     lang = load_language(args.language)
+    check_exact_size(lang.n_symbols, args.length)  # before anything of size (V+1)^L is built
     pi = schedule_pi(args.schedule, args.steps)
     out = {"length": args.length, "steps": args.steps, "schedule": args.schedule,
            **exact_metrics(lang, args.length, pi)}

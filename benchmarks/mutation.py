@@ -1,0 +1,272 @@
+"""Mutation score of mdmt's checks: how many seeded mistakes `pytest` and `mdmt verify --quick` catch.
+
+A catalogue of semantic mutants -- the kind of mistake a derivation or an implementation can hide: a
+wrong constant, an off-by-one, a dropped factor, a loosened or tightened bound, a wrong sign -- over the
+bound formulas (bounds/statements.py), the dependency counts (bounds/dependencies.py), the schedules
+(constructions/reverse/schedules.py), the exact law (exact.py, tables.py), the proof-chain quantities
+(chain.py), the interval closed forms and the curves.  Each mutant replaces one piece of source text
+(it must occur exactly once), then
+
+* ``mdmt verify --quick`` runs: the mutant is *killed by verify* when it exits non-zero (a violated or
+  undecided row, or a crash);
+* the whole test suite runs (``pytest -x -q``, slow tests skipped; the tests of the mutated modules
+  first, the rest only if those pass): *killed by pytest* when it fails;
+
+and the file is restored.  Mutants that cannot change any result (equivalent mutants) are marked in
+the catalogue with the reason, and count in neither score.
+
+    python benchmarks/mutation.py                      # every mutant; about an hour on 2 cores
+    python benchmarks/mutation.py --only M01,M19       # some
+    python benchmarks/mutation.py --no-pytest          # verify only
+    python benchmarks/mutation.py --out docs/results/mutation.md
+
+Not part of CI.  It edits the working tree (and restores it, also on Ctrl-C); run it on a clean tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Mutant:
+    id: str
+    path: str
+    old: str
+    new: str
+    what: str
+    equivalent: str = ""  # why no result can change, for an equivalent mutant
+
+
+S = "bounds/statements.py"
+DEP = "bounds/dependencies.py"
+SCH = "constructions/reverse/schedules.py"
+EX = "constructions/reverse/exact.py"
+CH = "constructions/reverse/chain.py"
+ICF = "constructions/reverse/interval_closed_forms.py"
+TAB = "constructions/reverse/tables.py"
+CUR = "bounds/curves.py"
+
+MUTANTS = [
+    # --- bound formulas (the statements)
+    Mutant("M01", S, "    explicit=sp.exp(-2 * eps_l) / 2,", "    explicit=sp.exp(-2 * eps_l),",
+           "p_e loses its factor 1/2 (Theorem 4.4's mismatch probability)"),
+    Mutant("M02", S, "    explicit=sp.exp(-2 * eps_l) / 2,", "    explicit=sp.exp(-eps_l) / 2,",
+           "p_e with e^(-eps) for e^(-2 eps)"),
+    Mutant("M03", S, "    explicit=MISMATCH.explicit / (l * sp.log(2)),", "    explicit=MISMATCH.explicit / sp.log(2),",
+           "C_0 without its 1/l"),
+    Mutant("M04", S, "    explicit=1 - (1 - MISMATCH.explicit * (1 - P_l)) ** (L / l),",
+           "    explicit=1 - (1 - MISMATCH.explicit * (1 - P_l)) ** L,", "Theorem 4.4 bound with exponent L for L/l"),
+    Mutant("M05", S, "    stable=-expm1((L / l) * log1p(-MISMATCH.explicit * (1 - P_l))),",
+           "    stable=-expm1((L / l) * log1p(-MISMATCH.explicit * (1 - P_l) ** 2)),",
+           "the evaluated form of the Theorem 4.4 bound differs from the stated one"),
+    Mutant("M06", S, "    explicit=1 - P * sp.exp(-L * eps_l),", "    explicit=1 - P * sp.exp(-2 * L * eps_l),",
+           "Theorem 4.3 loosened (e^(-2 L eps))"),
+    Mutant("M07", S, "    explicit=1 - P * sp.exp(-L * eps_l),", "    explicit=1 - P * sp.exp(-eps_l),",
+           "Theorem 4.3 tightened (e^(-eps) for e^(-L eps))"),
+    Mutant("M08", S, "    explicit=(d - 1) * sp.log(V),", "    explicit=(d - 1) * sp.log(V) / 2,",
+           "Lemma A.1 (the C3 bound) halved"),
+    Mutant("M09", S, "    explicit=(d - 1) * sp.log(V),", "    explicit=d * sp.log(V),", "Lemma A.1 loosened to d log|V|"),
+    Mutant("M10", S, "    explicit=D_j * sp.log(V),", "    explicit=(D_j - 1) * sp.log(V),", "Lemma B.8 with D_j - 1"),
+    Mutant("M11", S, "    explicit=eps_l + sp.log(V) * ED / L,", "    explicit=eps_l / L + sp.log(V) * ED / L,",
+           "the chain bound's learning term without its factor L"),
+    Mutant("M12", S, "    explicit=L * pi_j ** 2 * (n - 1) / a_j ** (n - 1),", "    explicit=L * pi_j ** 2 * (n - 1) / a_j ** n,",
+           "Lemma B.11 with a_j^n"),
+    Mutant("M13", S, "    explicit=L * pi_j ** 2 * (n - 1) / a_j ** (n - 1),", "    explicit=L * pi_j ** 2 * (n - 2) / a_j ** (n - 1),",
+           "Lemma B.11 with n - 2"),
+    Mutant("M14", S, "    explicit=1 + (n - 1) / (3 * eps ** n),", "    explicit=1 + (n - 1) / (4 * eps ** n),",
+           "a wrong constant in the Theorem 4.2 step count"),
+    Mutant("M15", S, "    explicit=4 * eps * L,", "    explicit=3 * eps * L,", "Theorem 4.2's 4 eps L tightened to 3 eps L"),
+    Mutant("M16", S, "    explicit=eps_l + 4 * eps * sp.log(V),", "    explicit=eps_l + 2 * eps * sp.log(V),",
+           "Theorem 4.2's target with 2 eps log|V|"),
+    Mutant("M17", S, "    explicit=L * (L - 1) / 2 * _s2,", "    explicit=L * (L - 1) / 4 * _s2,", "Lemma C.1's union bound halved"),
+    Mutant("M18", S, "    return int(sp.ceiling(bound))", "    return int(sp.floor(bound))",
+           "theorem_42_steps rounds down"),
+    # --- dependency counts
+    Mutant("M19", DEP, "            if run >= n - 1 and run > 0:", "            if run >= n and run > 0:",
+           "off-by-one in the separator run length (the scan)"),
+    Mutant("M20", DEP, "            if new[i] and not has_new:", "            if new[i]:", "every new position opens a segment"),
+    Mutant("M21", DEP, "                    hh = 0 if (r >= cap and r > 0) else h", "                    hh = 0 if (r > cap and r > 0) else h",
+           "off-by-one in the separator run length (the expectation's scan)"),
+    Mutant("M22", DEP, "    return L * pi - segments", "    return (L - 1) * pi - segments", "E[D_j] with L - 1 positions"),
+    Mutant("M23", DEP, "            hh = 0 if r >= cap else h", "            hh = 0 if r > cap else h",
+           "off-by-one in the transfer matrix (the long-sequence path)"),
+    Mutant("M24", DEP, "E_D=expected_dependencies(n, L, pi), L=L)", "E_D=expected_dependencies(n, L, pi), L=L + 1)",
+           "chain_bound divides by L + 1"),
+    # --- schedules
+    Mutant("M25", SCH, "        pi = np.concatenate([[self.first], np.full(N - 1, (1.0 - self.first) / (N - 1))])",
+           "        pi = np.concatenate([[self.first], np.full(N - 1, (1.0 - self.first) / N)])",
+           "warm start: the later steps share 1 - first over N instead of N - 1 (renormalised)"),
+    Mutant("M26", SCH, "    remaining = 1.0 - before", "    remaining = 1.0 - before - 0.5 * pi", "reveal rates with a wrong remainder"),
+    Mutant("M27", SCH, "    return np.minimum(np.concatenate([[0.0], np.cumsum(pi)[:-1]]), 1.0)",
+           "    return np.minimum(np.cumsum(pi), 1.0)", "revealed-before probability a_j includes step j"),
+    Mutant("M28", SCH, "        return float(math.lgamma(L + 1) + log_e[L])", "        return float(math.lgamma(L) + log_e[L])",
+           "P_distinct with (L-1)! for L!"),
+    Mutant("M29", SCH, "        return float(-np.expm1(L * np.log1p(-pi)).sum())", "        return float(-np.expm1((L - 1) * np.log1p(-pi)).sum())",
+           "E[NFE] with L - 1 positions"),
+    Mutant("M30", SCH, "        a = np.cos(0.5 * np.pi * np.asarray(t, dtype=np.float64))",
+           "        a = np.cos(0.5 * np.pi * np.asarray(t, dtype=np.float64) ** 1.1)", "cosine schedule with t^1.1"),
+    # --- the exact law
+    Mutant("M31", EX, "    stay = 1.0 - r", "    stay = 1.0 - r * r", "wrong stay probability in the reverse chain"),
+    Mutant("M32", EX, "        if pi[j] == 0.0:", "        if pi[j] < 0.3:", "steps with small pi_j skipped"),
+    Mutant("M33", EX, "        return float(self.p[self.q > 0].sum())", "        return float(self.p.sum())",
+           "SER from the mass everywhere, not on the support"),
+    Mutant("M34", EX, "np.sum(self.q[m] * (np.log(self.q[m]) - np.log(self.p[m])))",
+           "np.sum(self.p[m] * (np.log(self.q[m]) - np.log(self.p[m])))", "KL weighted by p instead of q"),
+    Mutant("M35", EX, "    live = tables.q_ext > 0 if support_only else np.ones(tables.n_states, dtype=bool)",
+           "    live = tables.q_ext >= 0 if support_only else np.ones(tables.n_states, dtype=bool)",
+           "the chain also continues states outside the support",
+           equivalent="a state with q(x_U) = 0 can never complete into the support, so p_N on the support, SER and "
+                      "KL are unchanged (only slower)"),
+    Mutant("M36", TAB, "                cond = np.where(masked > 0, child / np.where(masked > 0, masked, 1.0), 1.0 / V)",
+           "                cond = np.where(masked > 0, (child / np.where(masked > 0, masked, 1.0)) ** 0.9, 1.0 / V)",
+           "a tempered oracle (unnormalised q^0.9) in place of the oracle"),
+    # --- the proof-chain quantities
+    Mutant("M37", CH, "    tc = second - third", "    tc = second - 0.5 * third", "total correlation with half the joint entropy"),
+    Mutant("M38", CH, "        post = qc / q[states][:, None]  # q(v | x_U): the same division as the oracle's table",
+           "        post = qc / (1.01 * q[states][:, None])", "learning term against a mis-normalised posterior"),
+    Mutant("M39", CH, "        h_joint = HW[uB | int(bit[S].sum())] - HW[uB]", "        h_joint = HW[uB | int(bit[S].sum())]",
+           "per-assignment TC without conditioning on the revealed tokens"),
+    Mutant("M40", CH, "    wsingle = _powers(a, k) * _powers(np.maximum(1.0 - a, 0.0), L - 1 - k) * pi[:, None]",
+           "    wsingle = _powers(a, k) * _powers(np.maximum(1.0 - a, 0.0), L - k) * pi[:, None]",
+           "weight of (U, i) with L - |U| masked positions instead of L - 1 - |U|"),
+    Mutant("M41", CH, "    Hcsum = (u[:L] + 1) * Hsum[1:] - (L - u[:L]) * Hsum[:L]", "    Hcsum = (u[:L] + 1) * Hsum[1:] - (L - u[:L] - 1) * Hsum[:L]",
+           "sum of conditional entropies with an off-by-one"),
+    # --- the interval closed forms
+    Mutant("M42", ICF, "    log_w = -(n * (n - 1) / 2) * math.log(2) - np.array([math.lgamma(k + 1) for k in n])",
+           "    log_w = -(n * (n - 1)) * math.log(2) - np.array([math.lgamma(k + 1) for k in n])",
+           "rho counting every same-step pair twice"),
+    Mutant("M43", ICF, "    return float(-math.expm1((L // l) * log_rho(l, pi)))", "    return float(-math.expm1((L // l - 1) * log_rho(l, pi)))",
+           "oracle SER with one interval less"),
+    Mutant("M44", ICF, "P_distinct_l=p_distinct(pi, l), L=L, l=l)", "P_distinct_l=p_distinct(pi, L), L=L, l=l)",
+           "Theorem 4.4 bound with P_distinct of the whole sequence"),
+    Mutant("M45", ICF, "            m >>= 1", "            m >>= 2", "repeated squaring skips powers (equal steps)"),
+    Mutant("M46", ICF, "    return MISMATCH.evaluate(epsilon_learning=learning_error_value(eps))",
+           "    return MISMATCH.evaluate(epsilon_learning=2 * learning_error_value(eps))", "mismatch_probability at 2 eps"),
+    # --- the curves
+    Mutant("M47", CUR, "        lo, hi = (mid, hi) if ser(mid) > 0.5 else (lo, mid)", "        lo, hi = (mid, hi) if ser(mid) >= 0.5 else (lo, mid)",
+           "critical C with >= 1/2", equivalent="the exact oracle SER 1 - rho^(L/l) never equals 1/2 exactly in "
+                                                "float64 at the sizes used; the bisection takes the same branches"),
+    Mutant("M48", CUR, "    ok = lambda N: ter_chain_bound(n, L, N, V, eps, eps_learning, schedule) <= target + 1e-15  # noqa: E731",
+           "    ok = lambda N: ter_chain_bound(n, L, N, V, eps, eps_learning, schedule) <= 0.9 * target  # noqa: E731",
+           "minimal N against 90 % of the target"),
+    Mutant("M49", CUR, "    return float(math.exp(np.sum(np.log1p(-k / N))))", "    return float(math.exp(np.sum(np.log1p(-k / (N + 1)))))",
+           "P_distinct of the linear schedule beyond the array with N + 1"),
+]
+
+
+def run(cmd, timeout) -> tuple[int, float]:
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        rc = -1  # a hang counts as caught
+    return rc, time.perf_counter() - t0
+
+
+def apply(m: Mutant) -> str:
+    path = ROOT / m.path
+    text = path.read_text()
+    count = text.count(m.old)
+    if count != 1:
+        raise SystemExit(f"{m.id}: the text to mutate occurs {count} times in {m.path}")
+    path.write_text(text.replace(m.old, m.new))
+    return text
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", help="comma-separated mutant ids")
+    ap.add_argument("--no-pytest", action="store_true", help="run mdmt verify --quick only")
+    ap.add_argument("--out", help="write the markdown report here")
+    args = ap.parse_args(argv)
+    chosen = [m for m in MUTANTS if not args.only or m.id in args.only.split(",")]
+    files = sorted({m.path for m in chosen})
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", *files], cwd=ROOT, capture_output=True, text=True).stdout
+    if dirty.strip():
+        raise SystemExit(f"uncommitted changes in the files to mutate:\n{dirty}")
+    exe = Path(sys.executable).parent
+    mdmt = str(exe / "mdmt") if (exe / "mdmt").exists() else "mdmt"
+    verify_cmd = [mdmt, "verify", "--quick"]
+    # the whole suite in two runs: the tests of the mutated modules first, the rest only if those pass
+    first = ["tests/test_statements.py", "tests/test_verify.py", "tests/test_bounds.py", "tests/test_dependencies.py",
+             "tests/test_exact.py", "tests/test_interval_closed_forms.py", "tests/test_schedules.py"]
+    pytest = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
+    pytest_cmds = [pytest + first, pytest + ["tests"] + [f"--ignore={f}" for f in first]]
+    def stop(signum, frame):  # SIGTERM too restores the mutated file (the finally below)
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, stop)
+    results = []
+    t_start = time.perf_counter()
+    for m in chosen:
+        original = apply(m)
+        try:
+            rc_v, t_v = run(verify_cmd, 600)
+            rc_p, t_p = None, 0.0
+            for cmd in ([] if args.no_pytest else pytest_cmds):
+                rc_p, t = run(cmd, 3600)
+                t_p += t
+                if rc_p != 0:
+                    break
+        finally:
+            (ROOT / m.path).write_text(original)
+        res = {"mutant": m, "verify": rc_v != 0, "pytest": None if rc_p is None else rc_p != 0, "t_verify": t_v,
+               "t_pytest": t_p}
+        results.append(res)
+        print(f"{m.id} {m.path}: verify {'killed' if res['verify'] else 'SURVIVED'} ({t_v:.0f} s)"
+              + ("" if rc_p is None else f", pytest {'killed' if res['pytest'] else 'SURVIVED'} ({t_p:.0f} s)")
+              + (f"  [equivalent: {m.equivalent}]" if m.equivalent else ""), flush=True)
+    total = time.perf_counter() - t_start
+    report = render(results, total, args)
+    print(report)
+    if args.out:
+        Path(args.out).write_text(report)
+    return 0
+
+
+def render(results, seconds, args) -> str:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    real = [r for r in results if not r["mutant"].equivalent]
+    kv = sum(r["verify"] for r in real)
+    kp = sum(bool(r["pytest"]) for r in real)
+    lines = [
+        "# Mutation score of mdmt's checks",
+        "",
+        f"Command: `python benchmarks/mutation.py{' --only ' + args.only if args.only else ''}"
+        f"{' --no-pytest' if args.no_pytest else ''}` at commit {commit}, {datetime.date.today()}, on "
+        f"{platform.machine()} ({os.cpu_count()} cores, shared with other jobs), python {platform.python_version()}; "
+        f"{seconds / 60:.0f} min wall.",
+        "",
+        f"**{len(results)} mutants, {len(results) - len(real)} equivalent.  Of the {len(real)} others, `mdmt verify --quick` "
+        f"kills {kv} ({100 * kv / max(1, len(real)):.0f} %)"
+        + ("" if args.no_pytest else f" and `pytest` kills {kp} ({100 * kp / max(1, len(real)):.0f} %)") + ".**",
+        "",
+        "| id | file | mutant | verify | pytest |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in results:
+        m = r["mutant"]
+        v = "killed" if r["verify"] else "**survived**"
+        p = "-" if r["pytest"] is None else ("killed" if r["pytest"] else "**survived**")
+        what = m.what + (f" — *equivalent: {m.equivalent}*" if m.equivalent else "")
+        lines.append(f"| {m.id} | `{m.path}` | {what} | {v} | {p} |")
+    survivors = [r for r in real if not r["verify"] or r["pytest"] is False]
+    lines += ["", "Surviving non-equivalent mutants: " + (", ".join(r["mutant"].id for r in survivors) or "none") + "."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
