@@ -9,7 +9,7 @@
 * :mod:`mdmt.empirical.metrics`     the entropy rate and the AR model's KL;
 * :mod:`mdmt.empirical.data`        seeded data sets on disk;
 * :mod:`mdmt.empirical.experiments` Figure 1 as a resumable experiment;
-* :mod:`mdmt.empirical.provenance`  the command, commit and machine behind every result.
+* provenance of every result: :mod:`mdmt.provenance`.
 
 Importing this package does not import torch; the submodules do.
 """

@@ -50,7 +50,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from mdmt.empirical.experiments import Figure1, Figure1Config, markdown_tables
-    from mdmt.empirical.provenance import describe, record
+    from mdmt.provenance import describe, record
 
     cfg = Figure1Config(model=args.model, ter_languages=names(args.ter_languages), ser_languages=names(args.ser_languages),
                         steps=tuple(int_list("--steps", args.steps)), kinds=names(args.kinds), length=args.length,
