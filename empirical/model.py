@@ -19,7 +19,18 @@ independently with probability t, weight -alpha'(t)/(1 - alpha(t)) = 1/t):
 
     NELBO(x) = E_{t ~ U(0,1)} [ (1/t) * sum_{i masked in x_t} -log p_theta(x_i | x_t) ]
 
-``mdm_loss`` returns the bracket for given (t, mask); its expectation upper-bounds -log p(x).
+Because the denoiser does not depend on t, the integral over t can be done in closed form:
+given m masked positions, int_0^1 (1/t) Binom(m; L, t) dt = 1/m, so
+
+    NELBO(x) = L * E_{m ~ U{1..L}} E_{M : |M| = m} [ (1/m) sum_{i in M} -log p_theta(x_i | x_{-M}) ],
+
+the random-order autoregressive form (for the oracle q(x_i | x_U) every order gives exactly
+-log q(x), so the oracle's NELBO is -log q(x) for every x).  Two unbiased estimators of the
+same NELBO are provided (per sequence, in nats):
+
+* ``mdm_loss`` with ``diffusion_noise`` -- MDLM's: t ~ U(t_min, 1), Bernoulli(t) masks, weight 1/t;
+* ``mdm_loss_count`` with ``count_noise`` -- m uniform on 1..L, m positions masked uniformly
+  at random, weight L/m: no 1/t factor, so no variance blow-up at small t.
 
 AR (causal attention).  The input is (BOS, x_1, ..., x_{L-1}) with BOS the extra id ``V``;
 position i predicts x_{i+1}.  Generation feeds one token at a time through a ``KVCache``.
@@ -257,8 +268,30 @@ def diffusion_noise(batch: int, length: int, generator: torch.Generator, t_min: 
     return t, mask
 
 
+def count_noise(batch: int, length: int, generator: torch.Generator, u: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Counts m (B,) uniform on 1..L and masks (B, L) with exactly m[b] positions masked, uniformly at random.
+
+    m = floor(u L) + 1 with u uniform on [0, 1): stratified over the batch by default
+    (u_b = (U + b) / B), or the given ``u`` (B,) (validation stratifies it over the draws of one sequence).
+    """
+    if u is None:
+        u = (torch.rand(1, generator=generator, dtype=torch.float64) + torch.arange(batch, dtype=torch.float64) / batch) % 1.0
+    m = (u * length).long().clamp(max=length - 1) + 1  # (B,)
+    ranks = torch.rand(batch, length, generator=generator).argsort(dim=1).argsort(dim=1)  # (B, L) a random permutation
+    return m, ranks < m[:, None]
+
+
 def _cfg(model: nn.Module) -> ModelConfig:
     return model.module.cfg if hasattr(model, "module") else model.cfg
+
+
+def masked_nll(model: nn.Module, x0: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """-log p_theta(x0_i | x_t) at the masked positions of x_t = x0 with ``mask`` applied, 0 elsewhere; (B, L)."""
+    V = _cfg(model).vocab_size
+    xt = torch.where(mask, torch.full_like(x0, V), x0)  # (B, L)
+    logp = F.log_softmax(model(xt), dim=-1)  # (B, L, V)
+    return -logp.gather(-1, x0.unsqueeze(-1)).squeeze(-1) * mask  # (B, L)
 
 
 def mdm_loss(model: nn.Module, x0: torch.Tensor, t: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -266,11 +299,12 @@ def mdm_loss(model: nn.Module, x0: torch.Tensor, t: torch.Tensor, mask: torch.Te
 
     Revealed positions contribute nothing under SUBS (carry-over gives them probability 1).
     """
-    V = _cfg(model).vocab_size
-    xt = torch.where(mask, torch.full_like(x0, V), x0)  # (B, L)
-    logp = F.log_softmax(model(xt), dim=-1)  # (B, L, V)
-    nll = -logp.gather(-1, x0.unsqueeze(-1)).squeeze(-1)  # (B, L)
-    return (nll * mask).sum(dim=1) / t  # (B,)
+    return masked_nll(model, x0, mask).sum(dim=1) / t  # (B,)
+
+
+def mdm_loss_count(model: nn.Module, x0: torch.Tensor, m: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per-sequence NELBO estimate (L/m) sum_{i masked} -log p_theta(x0_i | x_{-M}), nats, shape (B,) (``count_noise``)."""
+    return masked_nll(model, x0, mask).sum(dim=1) * (x0.shape[1] / m)  # (B,)
 
 
 # ----------------------------------------------------------------------------- AR

@@ -172,4 +172,5 @@ def print_quantities(out: dict, as_json: bool) -> None:
     if as_json:
         print_json(out)
     else:
-        print(format_table(["quantity", "value"], [[k, v] for k, v in out.items()]))
+        print(format_table(["quantity", "value"], [[k, clean(v) if isinstance(v, (list, tuple)) else v]
+                                                   for k, v in out.items()]))
