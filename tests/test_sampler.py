@@ -125,3 +125,23 @@ def test_auto_uses_separators_where_the_language_has_them():
     assert np.flatnonzero(model.cut_state >= 0).tolist() == [2, 5, 8]
     assert model.pin_run == 0 and _kernel_model(random_ngram(4, 2, 2.0, 0.0), 12, (0, 0.0)).pin_run == 3
     assert (_cut_states(np.full((3, 3), 1 / 3), np.full((5, 3), 1 / 3)) == 0).sum() == 4  # i.i.d. tokens: cut everywhere
+
+
+@pytest.mark.parametrize("corrupt, message", [
+    (lambda P: np.where(np.arange(P.shape[1])[None, :, None] == 3, np.nan, P), "contains NaN"),
+    (lambda P: P - 0.5 * (np.arange(P.shape[1])[None, :, None] == 3), "negative probability"),
+    (lambda P: P * (1 + (np.arange(P.shape[1])[None, :, None] == 3)), "sum to 2"),
+])
+def test_samplers_refuse_a_denoiser_that_returns_no_probability_law(corrupt, message):
+    """A NaN row would always draw token 0 and a negative one a wrong token: both are refused, naming the place."""
+    lang = random_hmm(4, 3, 2.0, 0.0, seed=0)
+
+    def bad(X):
+        return corrupt(lang.posterior_marginals(X, off_support="uniform"))
+
+    with pytest.raises(ValueError, match=rf"invalid law at sequence \d+, position 3 \(step \d+\): .*{message}"):
+        sample_mdm(lang, 6, np.full(2, 0.5), 20, denoiser=bad, seed=0)
+    from mdmt.empirical.sampling import ddpm_cache
+
+    with pytest.raises(ValueError, match=rf"invalid law at sequence \d+, position 3 \(step \d+\): .*{message}"):
+        ddpm_cache(bad, 20, 6, np.full(2, 0.5), seed=0)
