@@ -1,7 +1,8 @@
 """The networks of Section 5: a masked diffusion model (MDM) and its autoregressive (AR) baseline.
 
 Both are the same pre-LayerNorm transformer with rotary position encoding on queries and keys (as
-MDLM) plus learned absolute position embeddings (``positions="rotary+learned"``; Appendix E.2,
+MDLM) plus learned absolute position embeddings (``positions="rotary+learned"``; optionally ALiBi
+attention biases toward near positions, ``"...+alibi"``; Appendix E.2,
 Table 2: hidden 512, 8 layers, 8 heads, L = 512 -- the ``paper`` preset; ``tiny`` is a
 CPU-sized version with the same structure).  They differ only in the attention mask.
 
@@ -57,7 +58,7 @@ PRESETS = {
 }
 
 
-POSITIONS = ("rotary", "learned", "rotary+learned")
+POSITIONS = ("rotary", "learned", "rotary+learned", "learned+alibi", "rotary+learned+alibi")
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class ModelConfig:
     n_layers: int = 2
     n_heads: int = 4
     causal: bool = False  # False: MDM (bidirectional); True: AR baseline
-    positions: str = "rotary+learned"  # one of POSITIONS: RoPE on q, k (as MDLM), absolute embeddings, or both
+    positions: str = "rotary+learned"  # one of POSITIONS: RoPE on q, k (as MDLM), absolute embeddings, ALiBi biases
 
     def __post_init__(self):
         for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads"):
@@ -140,6 +141,25 @@ def apply_rotary(z: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     return out.to(z.dtype)
 
 
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """ALiBi's head slopes 2^(-8 h / H), h = 1..H (Press et al. 2022): steep heads look near, flat heads far."""
+    return torch.tensor([2.0 ** (-8.0 * h / n_heads) for h in range(1, n_heads + 1)])
+
+
+def alibi_bias(slopes: torch.Tensor, start: int, T: int, causal: bool, device=None) -> torch.Tensor:
+    """Additive attention bias (H, T, start + T): -slope_h |i - j| for queries start..start+T-1 and keys 0..start+T-1.
+
+    Bidirectional (MDM) attention is biased toward near positions on both sides; a causal (AR)
+    model also gets -inf above the diagonal.
+    """
+    q = torch.arange(start, start + T, device=device)[:, None]
+    k = torch.arange(start + T, device=device)[None, :]
+    bias = -slopes.to(device)[:, None, None] * (q - k).abs()[None].float()  # (H, T, start + T)
+    if causal:
+        bias = bias.masked_fill((k > q)[None], float("-inf"))
+    return bias
+
+
 class SelfAttention(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
@@ -147,7 +167,7 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None, rotary=None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None, rotary=None, bias=None) -> torch.Tensor:
         B, T, C = x.shape  # (B, T, C)
         q, k, v = self.qkv(x).split(C, dim=2)  # each (B, T, C)
         q, k, v = (z.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for z in (q, k, v))  # (B, H, T, hd)
@@ -157,7 +177,9 @@ class SelfAttention(nn.Module):
         if cache is not None:
             past = cache.pos
             k, v = cache.append(self.layer, k, v)  # (B, H, past + T, hd)
-        if not self.causal or T == 1:
+        if bias is not None:  # ALiBi (H, T, past + T), causal masking included
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype))
+        elif not self.causal or T == 1:
             y = F.scaled_dot_product_attention(q, k, v)  # bidirectional, or one new query that may see all stored keys
         elif past == 0:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -178,8 +200,8 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.mlp = nn.Sequential(nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model))
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None, rotary=None) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), cache, rotary)  # (B, T, C)
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None, rotary=None, bias=None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), cache, rotary, bias)  # (B, T, C)
         return x + self.mlp(self.ln2(x))  # (B, T, C)
 
 
@@ -196,6 +218,8 @@ class Transformer(nn.Module):
             cos, sin = rotary_tables(cfg.seq_len, cfg.d_model // cfg.n_heads)
             self.register_buffer("rot_cos", cos, persistent=False)  # (L, hd/2)
             self.register_buffer("rot_sin", sin, persistent=False)
+        if "alibi" in cfg.positions:
+            self.register_buffer("alibi_slopes", alibi_slopes(cfg.n_heads), persistent=False)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)  # no output for the mask token
@@ -234,8 +258,10 @@ class Transformer(nn.Module):
             x = x + self.pos(torch.arange(start, start + T, device=idx.device))[None]
         if "rotary" in self.cfg.positions:
             rotary = (self.rot_cos[start:start + T], self.rot_sin[start:start + T])  # (T, hd/2) each
+        bias = (alibi_bias(self.alibi_slopes, start, T, self.cfg.causal, idx.device)
+                if "alibi" in self.cfg.positions else None)
         for block in self.blocks:
-            x = block(x, cache, rotary)
+            x = block(x, cache, rotary, bias)
         if cache is not None:
             cache.pos += T
         return self.head(self.ln_f(x)).float()  # (B, T, V)
