@@ -221,8 +221,9 @@ class Figure1:
     """A Figure 1 run in folder ``out`` (see the module docstring); :meth:`run` does all that is missing."""
 
     def __init__(self, cfg: Figure1Config, out: str | os.PathLike, *, device=None, progress: bool = True,
-                 log=print, provenance: dict | None = None):
+                 log=print, provenance: dict | None = None, jobs: int = 1):
         self.cfg, self.out, self.progress, self.log = cfg, Path(out), progress, log
+        self.jobs = positive_int("jobs", jobs)
         from .train import default_device
 
         import torch
@@ -260,14 +261,10 @@ class Figure1:
         return lg.entropy_rates[L]
 
     def _train(self, lg: _Language, kind: str):
-        from .train import TrainConfig, train
+        from .train import train
 
-        cfg = self.cfg
-        tc = TrainConfig(model=model_config(cfg, lg.name, lg.lang.n_symbols, causal=(kind == "ar")), language=lg.name,
-                         train_steps=cfg.train_steps, batch=cfg.batch, lr=cfg.lr, estimator=cfg.estimator,
-                         seed=cfg.seed, val_size=SCALES[cfg.model]["val_size"],
-                         warmup_frac=_recipe(cfg.model)["warmup_frac"], ckpt_every=max(50, cfg.train_steps // 20))
-        res = train(tc, lg.lang, ckpt_path=self.out / lg.folder / kind / "ckpt.pt", resume=True, device=self.device,
+        res = train(train_config(self.cfg, lg.name, lg.lang.n_symbols, kind), lg.lang,
+                    ckpt_path=self.out / lg.folder / kind / "ckpt.pt", resume=True, device=self.device,
                     progress=self.progress)
         lg.models[kind] = res.model
         s = res.summary()
@@ -368,10 +365,27 @@ class Figure1:
             todo.append(("ar", cfg.length, cfg.length))
         return [(k, L, N) for k, L, N in todo if not row_path(self.out, name, k, L, N).exists()]
 
+    def _train_in_parallel(self, langs) -> None:
+        """Train the missing networks in ``jobs`` worker processes (one torch thread each) before anything else."""
+        todo = [(name, kind) for name, _ in langs for kind in ("mdm", "ar") if kind in self.cfg.kinds
+                and not (self.out / slug(name) / "summary.json").exists()]
+        if self.jobs < 2 or len(todo) < 2:
+            return
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.log(f"training {len(todo)} networks in {self.jobs} processes")
+        with ProcessPoolExecutor(self.jobs, mp_context=mp.get_context("spawn")) as pool:
+            futures = [pool.submit(_train_job, self.cfg.to_dict(), name, kind, str(self.out), str(self.device))
+                       for name, kind in todo]
+            for f in futures:
+                self.log(f"  trained {f.result()}")
+
     def run(self) -> dict:
         cfg = self.cfg
         t0 = time.perf_counter()
         langs = [(n, "ter") for n in cfg.ter_languages] + [(n, "ser") for n in cfg.ser_languages]
+        self._train_in_parallel(langs)
         for i, (name, role) in enumerate(langs):
             self.log(f"[{i + 1}/{len(langs)}] {name} ({role.upper()}), trained at L = {cfg.length}, "
                      f"oracle at L = {', '.join(map(str, cfg.lengths))}")
@@ -440,10 +454,28 @@ class Figure1:
         return result
 
 
-def _recipe(model: str) -> dict:
-    from .train import RECIPES
+def train_config(cfg: Figure1Config, language: str, vocab_size: int, kind: str):
+    """The TrainConfig of the MDM (``kind="mdm"``) or AR network of a language in a Figure 1 run."""
+    from .train import RECIPES, TrainConfig
 
-    return RECIPES[model]
+    return TrainConfig(model=model_config(cfg, language, vocab_size, causal=(kind == "ar")), language=language,
+                       train_steps=cfg.train_steps, batch=cfg.batch, lr=cfg.lr, estimator=cfg.estimator, seed=cfg.seed,
+                       val_size=SCALES[cfg.model]["val_size"], warmup_frac=RECIPES[cfg.model]["warmup_frac"],
+                       ckpt_every=max(50, cfg.train_steps // 20))
+
+
+def _train_job(cfg: dict, language: str, kind: str, out: str, device: str) -> str:
+    """Worker of :meth:`Figure1._train_in_parallel`: train one network to its checkpoint (resumable)."""
+    import torch
+
+    from .train import train
+
+    torch.set_num_threads(1)
+    cfg = Figure1Config(**cfg)
+    lang = language_from_spec(language)
+    res = train(train_config(cfg, language, lang.n_symbols, kind), lang, ckpt_path=Path(out) / slug(language) / kind /
+                "ckpt.pt", resume=True, device=device, progress=False)
+    return f"{language} {kind}: val gap {res.val_gap:+.4f}, {res.cpu_seconds:.0f} CPU s"
 
 
 # ---------------------------------------------------------------------- smallest N reaching a target

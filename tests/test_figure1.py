@@ -103,18 +103,25 @@ def test_parts_run_apart_merge_into_the_same_figure(full_run, tmp_path):
     assert _strip(merged["rows"]) == _strip(res["rows"])
 
 
+def test_training_in_worker_processes_gives_the_same_numbers(full_run, tmp_path):
+    _, res = full_run
+    out = tmp_path / "jobs"
+    cfg = Figure1Config(**{**TOY, "ser_languages": (), "kinds": ("mdm", "ar")})
+    par = Figure1(cfg, out, device="cpu", progress=False, log=lambda *_: None, jobs=2).run()
+    want = {k: v for k, v in _strip(res["rows"]).items() if k[0] == TER and k[1] != "oracle"}
+    assert _strip(par["rows"]) == want
+
+
 def test_interrupted_training_resumes(tmp_path):
     out = tmp_path / "r"
     cfg = Figure1Config(**{**TOY, "ser_languages": (), "kinds": ("mdm",), "train_steps": 60})
     fig = Figure1(cfg, out, device="cpu", progress=False, log=lambda *_: None)
     from mdmt.empirical.checkpoint import load_checkpoint
-    from mdmt.empirical.experiments import model_config
-    from mdmt.empirical.train import RECIPES, TrainConfig, train
+    from mdmt.empirical.experiments import train_config
+    from mdmt.empirical.train import train
 
     lg = fig._language(0, TER, "ter")
-    tc = TrainConfig(model=model_config(cfg, TER, lg.lang.n_symbols, causal=False), language=TER, train_steps=60,
-                     batch=cfg.batch, lr=cfg.lr, estimator=cfg.estimator, seed=cfg.seed, val_size=1024,
-                     warmup_frac=RECIPES["tiny"]["warmup_frac"], ckpt_every=max(50, 60 // 20))
+    tc = train_config(cfg, TER, lg.lang.n_symbols, "mdm")
     ckpt = out / lg.folder / "mdm" / "ckpt.pt"
     # Stop the training halfway, as a killed run would, then let figure1 finish it.
     train(tc, lg.lang, ckpt_path=ckpt, device="cpu", stop_at=50, progress=False)

@@ -15,7 +15,8 @@ training numbers, measured learning error, steps to target, provenance) and figu
 
 from __future__ import annotations
 
-from ._common import add_json, add_length, add_model, add_schedule, add_seed, add_steps, int_list, names, print_json
+from ._common import (add_json, add_length, add_model, add_schedule, add_seed, add_steps, at_least, int_list, names,
+                      print_json)
 
 HELP = "Figure 1: TER/SER vs sampling steps N for trained and oracle MDMs and AR (CSV + PNG, resumable)"
 
@@ -47,6 +48,8 @@ def add_arguments(p):
                    help="sequences for the measured learning error and the AR KL (default: the scale's)")
     add_schedule(p)
     add_seed(p, what=" of training, sampling and measurement")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="train the networks in this many processes, one torch thread each (default 1)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_json(p)
@@ -66,7 +69,9 @@ def run(args) -> int:
                         seed=args.seed, schedule=args.schedule)
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print
     prov = record()
-    fig = Figure1(cfg, args.out, device=args.device, progress=not args.no_progress, log=log, provenance=prov)
+    at_least("--jobs", args.jobs)
+    fig = Figure1(cfg, args.out, device=args.device, progress=not args.no_progress, log=log, provenance=prov,
+                  jobs=args.jobs)
     result = fig.run()
     md = markdown_tables(result)
     (Path(args.out) / "figure1.md").write_text(
