@@ -70,7 +70,7 @@ SCALES = {
 
 #: Settings that change the numbers of the trained models (a resumed run must agree on them).
 RESULT_FIELDS = ("model", "length", "train_steps", "batch", "lr", "estimator", "seed", "num", "learning_error_num",
-                 "schedule")
+                 "val_size", "schedule")
 
 
 def slug(spec: str) -> str:
@@ -95,6 +95,7 @@ class Figure1Config:
     estimator: str | None = None
     num: int | None = None  # sequences per point
     learning_error_num: int | None = None
+    val_size: int | None = None  # validation sequences of training (the paired gap)
     seed: int = 0
     schedule: str = "linear"  # a schedule SPEC
 
@@ -105,7 +106,7 @@ class Figure1Config:
         if self.model not in PRESETS:
             raise ValueError(f"unknown model preset {self.model!r}; valid presets: {', '.join(PRESETS)}")
         defaults = {**RECIPES[self.model], **SCALES[self.model]}
-        for name in ("train_steps", "batch", "lr", "estimator", "num", "learning_error_num"):
+        for name in ("train_steps", "batch", "lr", "estimator", "num", "learning_error_num", "val_size"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, defaults[name])
             if name not in ("lr", "estimator"):
@@ -460,7 +461,7 @@ def train_config(cfg: Figure1Config, language: str, vocab_size: int, kind: str):
 
     return TrainConfig(model=model_config(cfg, language, vocab_size, causal=(kind == "ar")), language=language,
                        train_steps=cfg.train_steps, batch=cfg.batch, lr=cfg.lr, estimator=cfg.estimator, seed=cfg.seed,
-                       val_size=SCALES[cfg.model]["val_size"], warmup_frac=RECIPES[cfg.model]["warmup_frac"],
+                       val_size=cfg.val_size, warmup_frac=RECIPES[cfg.model]["warmup_frac"],
                        ckpt_every=max(50, cfg.train_steps // 20))
 
 
@@ -495,17 +496,23 @@ def smallest_steps(points: list[tuple[int, float]], target: float) -> int | None
 
 
 def _bisect_steps(ok, hi: int = 1 << 22) -> int | None:
-    """The smallest N in 1..hi with ok(N), for a predicate that is monotone in N (None if ok(hi) fails)."""
-    if not ok(hi):
-        return None
-    lo = 1
-    while lo < hi:
-        mid = (lo + hi) // 2
+    """The smallest N in 1..hi with ok(N), for a predicate monotone in N (None if ok(hi) fails).
+
+    Doubling first, so the cost is that of evaluating near the answer, not near ``hi``.
+    """
+    top = 1
+    while not ok(top):
+        if top >= hi:
+            return None
+        top = min(2 * top, hi)
+    lo = top // 2 + 1 if top > 1 else 1
+    while lo < top:
+        mid = (lo + top) // 2
         if ok(mid):
-            hi = mid
+            top = mid
         else:
             lo = mid + 1
-    return lo
+    return top
 
 
 def exact_smallest_steps(language: str, role: str, L: int, schedule: str) -> tuple[int | None, str | None]:

@@ -3,6 +3,8 @@ periodic and signal-time checkpoints, early --out checks, divergence stops, exte
 
 from __future__ import annotations
 
+import mdmt.empirical  # noqa: F401  (before torch: it sets OMP_WAIT_POLICY, see its docstring)
+
 import json
 import os
 import signal

@@ -16,7 +16,7 @@ from mdmt.empirical.experiments import Figure1, Figure1Config, markdown_tables, 
 from mdmt.cli import main  # noqa: E402
 
 TOY = dict(model="tiny", ter_languages=("preset:2gram-ter",), ser_languages=("preset:2gram",), steps=(1, 16), length=16,
-           lengths=(16, 32), train_steps=6, batch=8, num=48, learning_error_num=16, seed=3)
+           lengths=(16, 32), train_steps=6, batch=8, num=48, learning_error_num=16, val_size=32, seed=3)
 TER, SER, IV = "preset:2gram-ter:0", "preset:2gram:0", "interval:2"
 
 
@@ -114,7 +114,7 @@ def test_training_in_worker_processes_gives_the_same_numbers(full_run, tmp_path)
 
 def test_interrupted_training_resumes(tmp_path):
     out = tmp_path / "r"
-    cfg = Figure1Config(**{**TOY, "ser_languages": (), "kinds": ("mdm",), "train_steps": 60})
+    cfg = Figure1Config(**{**TOY, "ser_languages": (), "kinds": ("mdm",), "train_steps": 12})
     fig = Figure1(cfg, out, device="cpu", progress=False, log=lambda *_: None)
     from mdmt.empirical.checkpoint import load_checkpoint
     from mdmt.empirical.experiments import train_config
@@ -124,12 +124,12 @@ def test_interrupted_training_resumes(tmp_path):
     tc = train_config(cfg, TER, lg.lang.n_symbols, "mdm")
     ckpt = out / lg.folder / "mdm" / "ckpt.pt"
     # Stop the training halfway, as a killed run would, then let figure1 finish it.
-    train(tc, lg.lang, ckpt_path=ckpt, device="cpu", stop_at=50, progress=False)
-    assert load_checkpoint(ckpt)["step"] == 50
+    train(tc, lg.lang, ckpt_path=ckpt, device="cpu", stop_at=5, progress=False)
+    assert load_checkpoint(ckpt)["step"] == 5
     fig.run()
-    assert load_checkpoint(ckpt)["step"] == 60
+    assert load_checkpoint(ckpt)["step"] == 12
     resumed = json.loads(row_path(out, TER, "mdm", 16, 16).read_text())
-    fresh = _run(tmp_path / "f", ser_languages=(), kinds=("mdm",), train_steps=60)
+    fresh = _run(tmp_path / "f", ser_languages=(), kinds=("mdm",), train_steps=12)
     assert {k: v for k, v in resumed.items() if k != "seconds"} == _strip(fresh["rows"])[(TER, "mdm", 16, 16)]
 
 
