@@ -54,6 +54,7 @@ VARIANTS = {
     "count-alibi": dict(estimator="count", positions="rotary+learned+alibi"),
     "count-alibi-lr3e-3": dict(estimator="count", positions="rotary+learned+alibi", lr=3e-3),
     "time-alibi": dict(positions="rotary+learned+alibi"),
+    "count-alibi-long": dict(estimator="count", positions="rotary+learned+alibi", train_steps=12000),
     "ar": dict(causal=True),
     "ar-alibi": dict(causal=True, positions="rotary+learned+alibi"),
 }

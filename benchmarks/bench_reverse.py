@@ -2,6 +2,7 @@
 
     python benchmarks/bench_reverse.py            # everything
     python benchmarks/bench_reverse.py sampler    # the oracle samplers only
+    python benchmarks/bench_reverse.py other      # everything but the oracle samplers
 
 Goals: exact p_N for |V| = 2, L = 12 and |V| = 4, L = 8 (N = L) under 60 s; 2000 oracle
 samples at L = 512, N = 64 on the `hmm` preset under 30 s; E[sum_j D_j] for L = 4096,
@@ -65,10 +66,10 @@ def samplers():
 def main():
     import sys
 
-    if sys.argv[1:] == ["sampler"]:
+    if sys.argv[1:] != ["other"]:
         samplers()
+    if sys.argv[1:] == ["sampler"]:
         return
-    samplers()
     for V, L in [(2, 12), (4, 8)]:
         lang = random_ngram(3, V, 2.0, 0.05, seed=0)
         pi = np.full(L, 1.0 / L)

@@ -581,6 +581,7 @@ def plot_figure1(rows: list[dict], targets: list[dict], path, *, model: str = "t
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     ter = list(dict.fromkeys(r["language"] for r in rows if r["role"] == "ter"))
     ser = list(dict.fromkeys(r["language"] for r in rows if r["role"] == "ser"))
@@ -671,6 +672,7 @@ def plot_figure1(rows: list[dict], targets: list[dict], path, *, model: str = "t
                         label=f"{_short(name)}: {rs[0]['exact_what']}")
         _log2_axis(ax, [t["L"] for t in recs] or [64])
         ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xlabel("sequence length L")
         ax.set_ylabel("smallest N reaching the target")
         ax.set_title(("oracle MDM: steps to TER gap ≤ 0.05 nats/token" if role == "ter"
