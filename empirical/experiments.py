@@ -1,29 +1,42 @@
-"""Figure 1 of the paper (Section 5.2) as a resumable experiment: TER and SER of MDMs against the number of steps N.
+"""Figure 1 of the paper (Section 5.2) as a resumable experiment: TER and SER of MDMs against the number of
+steps N, at several lengths L.
 
-For every language of the sweep the experiment
+The paper's claim is about how the curves move with L: the TER of an MDM saturates after a number
+of steps that does not depend on L (Theorem 4.2), while the SER needs a number of steps that grows
+with L (Theorems 4.3 and 4.4).  For every language of the sweep the experiment
 
-1. trains an MDM and its AR twin (same architecture, :mod:`empirical.train`; the ``paper``
-   architecture has 10 layers for the 4-gram, Appendix E.2), checkpointing as it goes;
-2. measures the MDM's learning error against the oracle denoiser (Assumption 4.1:
-   mean, q90, q99, max of the per-token KL over random masks,
-   :func:`mdmt.constructions.reverse.learning.learning_error`)
-   and the AR model's KL(q || p_AR)/L;
-3. samples with the N-step sampler (Eq. 3) at every N of the sweep from the trained MDM (ddpm_cache
-   in torch) and from the oracle denoiser q(x_i | x_U) (the MDM with zero learning error; the
-   oracle sampler's message kernel), and from the AR model;
-4. scores the samples under the true q: generative perplexity exp(E_p[-ln q(x)]/L) (TER
-   languages, the threshold-0 presets) and the SER P_p(q(x) = 0) by exact support check
-   (SER languages, the pruned presets), with confidence intervals; for n-grams it evaluates the
-   Theorem 4.2 chain bound KL(q || p_N)/L <= eps_learning + ln|V| E[sum_j D_j]/L with the measured
-   eps_learning (0 for the oracle).
+1. trains an MDM and its AR twin at one length (``length``; same architecture,
+   :mod:`mdmt.empirical.train`, the recipe of the architecture; the ``paper`` architecture has 10
+   layers for the 4-gram, Appendix E.2), checkpointing as it goes, and records their paired
+   validation gaps (model NLL minus the exact -ln q of the same sequences) and CPU time;
+2. measures the MDM's learning error against the oracle denoiser (Assumption 4.1: mean with its
+   interval, q90, q99, max of the per-token KL over random masks,
+   :func:`mdmt.constructions.reverse.learning.learning_error`);
+3. samples with the N-step sampler (Eq. 3) at every N of the sweep: from the oracle denoiser
+   q(x_i | x_U) (the MDM with zero learning error; the message kernels of
+   :mod:`mdmt.constructions.reverse.sampler`) at every length of ``lengths``, and from the
+   trained MDM (ddpm_cache) and the AR model at the training length;
+4. scores the samples under the true q: generative perplexity exp(E_p[-ln q(x)]/L) and its gap
+   to the language, ln(perplexity) - H/L (the "TER gap", TER languages: the threshold-0
+   presets), and the SER P_p(q(x) = 0) by exact support check (SER languages: pruned presets,
+   ``hmm-sparse``, the interval counterexample), with confidence intervals.  Beside the Monte
+   Carlo values it puts what is known exactly: for n-grams the Theorem 4.2 chain bound on
+   KL(q || p_N)/L with the measured learning error (0 for the oracle) and, for the oracle on a TER
+   language, the Monte Carlo estimate of E_tau KL(q || p_tau)/L (an upper bound on the true TER
+   gap KL(q || p_N)/L, C1); for the interval HMM the exact oracle SER 1 - rho^(L/l) and the
+   Theorem 4.4 lower bound;
+5. reads off, per language and length, the smallest N of the sweep at which the oracle reaches
+   the target (TER gap <= 0.05 nats/token; SER <= 0.1), and beside it the exact smallest N where
+   a closed form exists (interval HMM: the oracle SER; n-grams: the chain bound).
 
 State lives in one folder: ``config.json`` (the settings the numbers depend on; a rerun with
 other settings is refused), ``<language>/mdm|ar/ckpt.pt`` (training checkpoints, resumed where
-they stopped), ``<language>/summary.json`` and ``rows/<language>__<kind>__N<N>.json`` (one per
-point of the figure; a point already there is not recomputed).  ``figure1.csv``, ``figure1.png``
-and ``figure1.json`` (rows, summaries, provenance) are rebuilt from whatever points exist, so
-parts computed on different machines (the oracle curves on a CPU, the trained models on a
-GPU) merge by copying their ``rows``.
+they stopped), ``<language>/summary.json`` and ``rows/<language>__<kind>__L<L>__N<N>.json`` (one
+per point; a point already there is not recomputed, so adding lengths or steps later computes
+only what is new).  ``figure1.csv``, ``figure1.png`` and ``figure1.json`` (rows, summaries,
+targets, provenance) are rebuilt from whatever points exist, so parts computed on different
+machines (the oracle curves on a CPU, the trained models on a GPU) merge by copying their
+``rows``.
 """
 
 from __future__ import annotations
@@ -33,7 +46,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -44,16 +57,20 @@ from mdmt.constructions.validation import positive_int
 from .data import check_length
 
 KINDS = ("oracle", "mdm", "ar")
-DEFAULT_STEPS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+DEFAULT_STEPS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+DEFAULT_LENGTHS = (64, 128, 256, 512)
+TER_TARGET = 0.05  # nats/token: the TER gap a sampler must reach
+SER_TARGET = 0.1
 
-#: Per model preset: training length, batch, peak learning rate, samples per point, sequences for the learning error.
+#: Per model preset: samples per point, sequences for the learning error, validation sequences of training.
 SCALES = {
-    "tiny": dict(train_steps=2000, batch=64, lr=1e-3, num=512, learning_error_num=256),
-    "paper": dict(train_steps=20000, batch=64, lr=3e-4, num=512, learning_error_num=256),
+    "tiny": dict(num=512, learning_error_num=256, val_size=1024),
+    "paper": dict(num=512, learning_error_num=256, val_size=1024),
 }
 
-#: Settings that change the numbers (a resumed run must agree on them).
-RESULT_FIELDS = ("model", "length", "train_steps", "batch", "lr", "seed", "num", "learning_error_num", "schedule")
+#: Settings that change the numbers of the trained models (a resumed run must agree on them).
+RESULT_FIELDS = ("model", "length", "train_steps", "batch", "lr", "estimator", "seed", "num", "learning_error_num",
+                 "val_size", "schedule")
 
 
 def slug(spec: str) -> str:
@@ -67,40 +84,53 @@ class Figure1Config:
 
     model: str = "tiny"  # architecture preset of mdmt.empirical.model: tiny | paper
     ter_languages: tuple = ("preset:2gram-ter", "preset:3gram-ter", "preset:4gram-ter")  # generative perplexity vs N
-    ser_languages: tuple = ("preset:hmm", "preset:3gram", "interval:4")  # SER vs N (language SPECs)
+    ser_languages: tuple = ("preset:hmm-sparse", "preset:3gram", "interval:4")  # SER vs N (language SPECs)
     steps: tuple = DEFAULT_STEPS  # the N of the sweep
+    lengths: tuple | None = None  # the L of the oracle curves (default DEFAULT_LENGTHS, plus ``length``)
     kinds: tuple = KINDS  # which curves to compute in this run
-    length: int | None = None  # L (default: the architecture's seq_len)
-    train_steps: int | None = None
+    length: int | None = None  # L of the trained models (default: the architecture's seq_len)
+    train_steps: int | None = None  # training recipe (default: mdmt.empirical.train.RECIPES[model])
     batch: int | None = None
-    lr: float | None = None  # peak learning rate (default: the scale's)
+    lr: float | None = None
+    estimator: str | None = None
     num: int | None = None  # sequences per point
     learning_error_num: int | None = None
+    val_size: int | None = None  # validation sequences of training (the paired gap)
     seed: int = 0
     schedule: str = "linear"  # a schedule SPEC
 
     def __post_init__(self):
         from .model import PRESETS
+        from .train import ESTIMATORS, RECIPES
 
         if self.model not in PRESETS:
             raise ValueError(f"unknown model preset {self.model!r}; valid presets: {', '.join(PRESETS)}")
-        scale = SCALES[self.model]
-        for name in ("train_steps", "batch", "lr", "num", "learning_error_num"):
+        defaults = {**RECIPES[self.model], **SCALES[self.model]}
+        for name in ("train_steps", "batch", "lr", "estimator", "num", "learning_error_num", "val_size"):
             if getattr(self, name) is None:
-                object.__setattr__(self, name, scale[name])
-            if name != "lr":
+                object.__setattr__(self, name, defaults[name])
+            if name not in ("lr", "estimator"):
                 positive_int(name, getattr(self, name))
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {self.estimator!r}")
         if self.length is None:
             object.__setattr__(self, "length", PRESETS[self.model]["seq_len"])
         positive_int("length L", self.length)
-        for name in ("ter_languages", "ser_languages", "steps", "kinds"):
+        if self.lengths is None:
+            object.__setattr__(self, "lengths", tuple(sorted({*DEFAULT_LENGTHS, self.length})))
+        for name in ("ter_languages", "ser_languages", "steps", "kinds", "lengths"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         for name in ("ter_languages", "ser_languages"):
             object.__setattr__(self, name, tuple(canonical_spec(v) for v in getattr(self, name)))
         if not self.ter_languages and not self.ser_languages:
             raise ValueError("no language to run: give at least one TER or SER language")
+        if not self.lengths:
+            raise ValueError("the sweep needs at least one length L")
+        for L in self.lengths:
+            positive_int("length L", L)
         for lang in self.ter_languages + self.ser_languages:
-            check_length(lang, self.length)
+            for L in {*self.lengths, self.length}:
+                check_length(lang, L)
         dup = sorted({x for x in self.ter_languages + self.ser_languages
                       if (self.ter_languages + self.ser_languages).count(x) > 1})
         if dup:
@@ -112,7 +142,7 @@ class Figure1Config:
         for k in self.kinds:
             if k not in KINDS:
                 raise ValueError(f"unknown curve kind {k!r}; valid kinds: {', '.join(KINDS)}")
-        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
+        if isinstance(self.lr, bool) or not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"learning rate lr must be a positive finite number, got {self.lr!r}")
         from mdmt.constructions.reverse.schedules import parse_schedule
 
@@ -163,8 +193,8 @@ def _read_json(path: Path):
         return None
 
 
-def row_path(out: Path, language: str, kind: str, N: int) -> Path:
-    return out / "rows" / f"{slug(language)}__{kind}__N{N}.json"
+def row_path(out: Path, language: str, kind: str, L: int, N: int) -> Path:
+    return out / "rows" / f"{slug(language)}__{kind}__L{L}__N{N}.json"
 
 
 @dataclass
@@ -174,7 +204,7 @@ class _Language:
     name: str
     role: str  # "ter" or "ser"
     lang: object
-    entropy_rate: float
+    entropy_rates: dict = field(default_factory=dict)  # L -> H(X_1..X_L)/L
     models: dict = field(default_factory=dict)  # kind -> trained Transformer
     summary: dict = field(default_factory=dict)
 
@@ -192,8 +222,9 @@ class Figure1:
     """A Figure 1 run in folder ``out`` (see the module docstring); :meth:`run` does all that is missing."""
 
     def __init__(self, cfg: Figure1Config, out: str | os.PathLike, *, device=None, progress: bool = True,
-                 log=print, provenance: dict | None = None):
+                 log=print, provenance: dict | None = None, jobs: int = 1):
         self.cfg, self.out, self.progress, self.log = cfg, Path(out), progress, log
+        self.jobs = positive_int("jobs", jobs)
         from .train import default_device
 
         import torch
@@ -221,20 +252,20 @@ class Figure1:
         return seed_of(self.cfg.seed, *parts) % (2**31)
 
     def _language(self, index: int, name: str, role: str) -> _Language:
+        return _Language(name, role, language_from_spec(name))
+
+    def _entropy_rate(self, lg: _Language, index: int, L: int) -> float:
         from .metrics import entropy_rate
 
-        lang = language_from_spec(name)
-        H = entropy_rate(lang, self.cfg.length, seed=self._seed(10, index))
-        return _Language(name, role, lang, H["value"])
+        if L not in lg.entropy_rates:
+            lg.entropy_rates[L] = entropy_rate(lg.lang, L, seed=self._seed(10, index, L))["value"]
+        return lg.entropy_rates[L]
 
     def _train(self, lg: _Language, kind: str):
-        from .train import TrainConfig, train
+        from .train import train
 
-        cfg = self.cfg
-        tc = TrainConfig(model=model_config(cfg, lg.name, lg.lang.n_symbols, causal=(kind == "ar")), language=lg.name,
-                         train_steps=cfg.train_steps, batch=cfg.batch, lr=cfg.lr, seed=cfg.seed,
-                         ckpt_every=max(50, cfg.train_steps // 20))
-        res = train(tc, lg.lang, ckpt_path=self.out / lg.folder / kind / "ckpt.pt", resume=True, device=self.device,
+        res = train(train_config(self.cfg, lg.name, lg.lang.n_symbols, kind), lg.lang,
+                    ckpt_path=self.out / lg.folder / kind / "ckpt.pt", resume=True, device=self.device,
                     progress=self.progress)
         lg.models[kind] = res.model
         s = res.summary()
@@ -242,11 +273,10 @@ class Figure1:
         return s
 
     def _summary(self, lg: _Language) -> dict:
-        """Training numbers, the MDM's learning error and the AR KL of a language (cached in summary.json)."""
+        """Training numbers and the MDM's learning error of a language (cached in summary.json)."""
         from mdmt.constructions.reverse.learning import learning_error
 
-        from .metrics import ar_kl
-        from .sampling import MDMDenoiser, ar_sequence_nll
+        from .sampling import MDMDenoiser
 
         path = self.out / lg.folder / "summary.json"
         summary = _read_json(path) or {}
@@ -266,11 +296,7 @@ class Figure1:
                                                        cfg.length, method="monte_carlo", num=cfg.learning_error_num,
                                                        seed=self._seed(11))
             changed = True
-        if "ar" in lg.models and "ar_kl" not in summary:
-            summary["ar_kl"] = ar_kl(lg.lang, lambda x: ar_sequence_nll(lg.models["ar"], x, batch=cfg.batch),
-                                     cfg.length, num=cfg.learning_error_num, seed=self._seed(12))
-            changed = True
-        summary.update(language=lg.name, role=lg.role, entropy_rate=lg.entropy_rate, L=cfg.length,
+        summary.update(language=lg.name, role=lg.role, entropy_rate=lg.entropy_rates[cfg.length], L=cfg.length,
                        n_symbols=lg.lang.n_symbols)
         if changed or not path.exists():
             _write_json(path, summary)
@@ -282,66 +308,92 @@ class Figure1:
 
         return reveal_probabilities(self.cfg.schedule, N)
 
-    def _bound(self, lg: _Language, N: int, eps: float) -> float | None:
+    def _bound(self, lg: _Language, L: int, N: int, eps: float) -> float | None:
         """The (C4) chain bound on KL(q || p_N)/L with learning error eps (n-grams only)."""
         from mdmt.bounds.dependencies import chain_bound
 
         if getattr(lg.lang, "kind", None) != "ngram":
             return None
-        return chain_bound(lg.lang.n, self.cfg.length, self._pi(N), lg.lang.n_symbols, eps)
+        return chain_bound(lg.lang.n, L, self._pi(N), lg.lang.n_symbols, eps)
 
-    def _ser_bounds(self, lg: _Language, N: int, eps: float | None) -> tuple[float, float | None]:
-        """Interval HMM: the exact oracle SER at N steps and the Theorem 4.4 lower bound at learning error eps."""
+    def _point(self, lg: _Language, index: int, kind: str, L: int, N: int) -> dict:
         from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, ser_lower_bound
-
-        pi = self._pi(N)
-        l, L = lg.interval_length, self.cfg.length
-        return oracle_ser(l, L, pi), (None if eps is None else ser_lower_bound(l, L, pi, eps))
-
-    def _point(self, lg: _Language, kind: str, N: int) -> dict:
         from mdmt.constructions.reverse.metrics import sample_metrics
-        from mdmt.constructions.reverse.sampler import sample_mdm
+        from mdmt.constructions.reverse.sampler import assignment_kl_estimate, sample_mdm
 
-        from .sampling import MDMDenoiser, ar_sample, ddpm_cache
+        from .sampling import sample_model
 
         cfg = self.cfg
-        seed = self._seed(20, N)
-        if kind == "ar":
-            res = ar_sample(lg.models["ar"], cfg.num, cfg.length, seed=seed, batch=cfg.batch, device=self.device)
-        elif kind == "oracle":
-            res = sample_mdm(lg.lang, cfg.length, self._pi(N), cfg.num, seed=seed)
+        seed = self._seed(20, L, N)
+        if kind == "oracle":
+            res = sample_mdm(lg.lang, L, self._pi(N), cfg.num, seed=seed)
         else:
-            res = ddpm_cache(MDMDenoiser(lg.models["mdm"], batch=cfg.batch), cfg.num, cfg.length, self._pi(N),
-                             seed=seed, batch=cfg.batch, device=self.device)
+            res = sample_model(lg.models[kind], cfg.num, L, None if kind == "ar" else self._pi(N), seed=seed,
+                               batch=cfg.batch, device=self.device)
         m = sample_metrics(lg.lang, res.samples)
-        eps = {"oracle": 0.0, "mdm": lg.summary.get("learning_error", {}).get("mean")}.get(kind)
-        ser_exact = ser_bound = None
+        H = self._entropy_rate(lg, index, L)
+        le = lg.summary.get("learning_error", {})
+        eps = {"oracle": 0.0, "mdm": le.get("mean")}.get(kind)
+        row = {"language": lg.name, "role": lg.role, "kind": kind, "N": N, "L": L,
+               "schedule": cfg.schedule if kind != "ar" else None, "num": cfg.num,
+               "nfe_mean": float(res.nfe.mean()), "ser": m["ser"], "ser_lo": m["ser_ci"][0], "ser_hi": m["ser_ci"][1],
+               "gen_perplexity": m["gen_perplexity"], "gen_perplexity_lo": m["gen_perplexity_ci"][0],
+               "gen_perplexity_hi": m["gen_perplexity_ci"][1], "gen_nll_per_token": m["gen_nll_per_token"],
+               "ter_gap": m["gen_nll_per_token"] - H, "ter_gap_lo": m["gen_nll_ci"][0] - H,
+               "ter_gap_hi": m["gen_nll_ci"][1] - H,
+               "entropy_rate": H, "true_perplexity": math.exp(H), "eps_learning": eps,
+               "kl_bound_per_token": None if eps is None or kind == "ar" else self._bound(lg, L, N, eps),
+               "assignment_kl": None, "assignment_kl_lo": None, "assignment_kl_hi": None,
+               "ser_exact_oracle": None, "ser_lower_bound": None, "seconds": res.seconds}
+        if kind == "oracle" and lg.role == "ter":
+            est = assignment_kl_estimate(lg.lang, L, self._pi(N), cfg.num, seed=self._seed(21, L, N))
+            row.update(assignment_kl=est["kl_per_token_nats"], assignment_kl_lo=est["ci"][0],
+                       assignment_kl_hi=est["ci"][1])
         if lg.interval_length and kind != "ar":
-            ser_exact, ser_bound = self._ser_bounds(lg, N, 0.0 if kind == "oracle" else
-                                                    lg.summary.get("learning_error", {}).get("max"))
-        return {"language": lg.name, "role": lg.role, "kind": kind, "N": N, "L": cfg.length,
-                "schedule": cfg.schedule if kind != "ar" else None, "num": cfg.num,
-                "nfe_mean": float(res.nfe.mean()), "ser": m["ser"], "ser_lo": m["ser_ci"][0], "ser_hi": m["ser_ci"][1],
-                "gen_perplexity": m["gen_perplexity"], "gen_perplexity_lo": m["gen_perplexity_ci"][0],
-                "gen_perplexity_hi": m["gen_perplexity_ci"][1], "gen_nll_per_token": m["gen_nll_per_token"],
-                "entropy_rate": lg.entropy_rate, "true_perplexity": math.exp(lg.entropy_rate),
-                "eps_learning": eps,
-                "kl_bound_per_token": None if eps is None or kind == "ar" else self._bound(lg, N, eps),
-                "ser_exact_oracle": ser_exact, "ser_lower_bound": ser_bound,
-                "seconds": res.seconds}
+            pi = self._pi(N)
+            row["ser_exact_oracle"] = oracle_ser(lg.interval_length, L, pi)
+            eps_max = 0.0 if kind == "oracle" else le.get("max")
+            if eps_max is not None:
+                row["ser_lower_bound"] = ser_lower_bound(lg.interval_length, L, pi, eps_max)
+        return row
+
+    def _todo(self, name: str) -> list[tuple[str, int, int]]:
+        cfg = self.cfg
+        todo = [("oracle", L, N) for L in cfg.lengths for N in cfg.steps] if "oracle" in cfg.kinds else []
+        if "mdm" in cfg.kinds:
+            todo += [("mdm", cfg.length, N) for N in cfg.steps]
+        if "ar" in cfg.kinds:
+            todo.append(("ar", cfg.length, cfg.length))
+        return [(k, L, N) for k, L, N in todo if not row_path(self.out, name, k, L, N).exists()]
+
+    def _train_in_parallel(self, langs) -> None:
+        """Train the missing networks in ``jobs`` worker processes (one torch thread each) before anything else."""
+        todo = [(name, kind) for name, _ in langs for kind in ("mdm", "ar") if kind in self.cfg.kinds
+                and not (self.out / slug(name) / "summary.json").exists()]
+        if self.jobs < 2 or len(todo) < 2:
+            return
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.log(f"training {len(todo)} networks in {self.jobs} processes")
+        with ProcessPoolExecutor(self.jobs, mp_context=mp.get_context("spawn")) as pool:
+            futures = [pool.submit(_train_job, self.cfg.to_dict(), name, kind, str(self.out), str(self.device))
+                       for name, kind in todo]
+            for f in futures:
+                self.log(f"  trained {f.result()}")
 
     def run(self) -> dict:
         cfg = self.cfg
         t0 = time.perf_counter()
         langs = [(n, "ter") for n in cfg.ter_languages] + [(n, "ser") for n in cfg.ser_languages]
+        self._train_in_parallel(langs)
         for i, (name, role) in enumerate(langs):
-            self.log(f"[{i + 1}/{len(langs)}] {name} ({role.upper()}), L = {cfg.length}")
+            self.log(f"[{i + 1}/{len(langs)}] {name} ({role.upper()}), trained at L = {cfg.length}, "
+                     f"oracle at L = {', '.join(map(str, cfg.lengths))}")
             lg = self._language(i, name, role)
-            todo = [(k, N) for k in ("oracle", "mdm") if k in cfg.kinds for N in cfg.steps]
-            if "ar" in cfg.kinds:
-                todo.append(("ar", cfg.length))
-            todo = [(k, N) for k, N in todo if not row_path(self.out, name, k, N).exists()]
-            needs_models = any(k != "oracle" for k, _ in todo) or (
+            self._entropy_rate(lg, i, cfg.length)
+            todo = self._todo(name)
+            needs_models = any(k != "oracle" for k, _, _ in todo) or (
                 any(k in cfg.kinds for k in ("mdm", "ar")) and not (self.out / lg.folder / "summary.json").exists())
             if needs_models:
                 self._summary(lg)
@@ -352,8 +404,8 @@ class Figure1:
                 from tqdm.auto import tqdm
 
                 bar = tqdm(total=len(todo), desc=f"{name} points", dynamic_ncols=True, leave=False)
-            for kind, N in todo:
-                _write_json(row_path(self.out, name, kind, N), self._point(lg, kind, N))
+            for kind, L, N in todo:
+                _write_json(row_path(self.out, name, kind, L, N), self._point(lg, i, kind, L, N))
                 if bar is not None:
                     bar.update(1)
             if bar is not None:
@@ -368,7 +420,7 @@ class Figure1:
         """Every point in ``rows/`` (also those of other runs merged into the folder), sorted."""
         order = {k: i for i, k in enumerate(KINDS)}
         rows = [r for p in sorted((self.out / "rows").glob("*.json")) if (r := _read_json(p)) is not None]
-        return sorted(rows, key=lambda r: (r["role"] != "ter", r["language"], order.get(r["kind"], 9), r["N"]))
+        return sorted(rows, key=lambda r: (r["role"] != "ter", r["language"], order.get(r["kind"], 9), r["L"], r["N"]))
 
     def summaries(self) -> dict:
         out = {}
@@ -385,102 +437,341 @@ class Figure1:
     def assemble(self) -> dict:
         """Write figure1.csv, figure1.png and figure1.json from the points present."""
         rows = self.rows()
+        targets = steps_to_target(rows, self.cfg.schedule)
         if rows:
             with open(self.out / "figure1.csv", "w", newline="") as fh:
                 w = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), restval="")
                 w.writeheader()
                 for r in rows:
                     w.writerow({k: ("" if v is None else v) for k, v in r.items()})
-            plot_figure1(rows, self.out / "figure1.png", title=f"mdmt figure1 --model {self.cfg.model}, L = {self.cfg.length}")
+            plot_figure1(rows, targets, self.out / "figure1.png", model=self.cfg.model, length=self.cfg.length)
         prov = _read_json(self.out / "figure1.json") or {}
         runs = prov.get("provenance", [])
         if self.provenance is not None:
             runs = runs + [self.provenance]
-        result = {"config": self.cfg.to_dict(), "summaries": self.summaries(), "rows": rows, "provenance": runs}
+        result = {"config": self.cfg.to_dict(), "summaries": self.summaries(), "targets": targets, "rows": rows,
+                  "provenance": runs}
         _write_json(self.out / "figure1.json", result)
         return result
 
 
-def plot_figure1(rows: list[dict], path: str | os.PathLike, title: str = "") -> None:
-    """One panel per language: generative perplexity (TER) or SER against N, trained MDM vs oracle, AR as a band."""
+def train_config(cfg: Figure1Config, language: str, vocab_size: int, kind: str):
+    """The TrainConfig of the MDM (``kind="mdm"``) or AR network of a language in a Figure 1 run."""
+    from .train import RECIPES, TrainConfig
+
+    return TrainConfig(model=model_config(cfg, language, vocab_size, causal=(kind == "ar")), language=language,
+                       train_steps=cfg.train_steps, batch=cfg.batch, lr=cfg.lr, estimator=cfg.estimator, seed=cfg.seed,
+                       val_size=cfg.val_size, warmup_frac=RECIPES[cfg.model]["warmup_frac"],
+                       ckpt_every=max(50, cfg.train_steps // 20))
+
+
+def _train_job(cfg: dict, language: str, kind: str, out: str, device: str) -> str:
+    """Worker of :meth:`Figure1._train_in_parallel`: train one network to its checkpoint (resumable)."""
+    import torch
+
+    from .train import train
+
+    torch.set_num_threads(1)
+    cfg = Figure1Config(**cfg)
+    lang = language_from_spec(language)
+    res = train(train_config(cfg, language, lang.n_symbols, kind), lang, ckpt_path=Path(out) / slug(language) / kind /
+                "ckpt.pt", resume=True, device=device, progress=False)
+    return f"{language} {kind}: val gap {res.val_gap:+.4f}, {res.cpu_seconds:.0f} CPU s"
+
+
+# ---------------------------------------------------------------------- smallest N reaching a target
+
+def _metric(role: str) -> tuple[str, float]:
+    return ("ter_gap", TER_TARGET) if role == "ter" else ("ser", SER_TARGET)
+
+
+def smallest_steps(points: list[tuple[int, float]], target: float) -> int | None:
+    """The smallest N of a sweep from which on every value is <= target (None if the last one is above)."""
+    best = None
+    for N, v in sorted(points, reverse=True):
+        if not (math.isfinite(v) and v <= target):
+            break
+        best = N
+    return best
+
+
+def _bisect_steps(ok, hi: int = 1 << 22) -> int | None:
+    """The smallest N in 1..hi with ok(N), for a predicate monotone in N (None if ok(hi) fails).
+
+    Doubling first, so the cost is that of evaluating near the answer, not near ``hi``.
+    """
+    top = 1
+    while not ok(top):
+        if top >= hi:
+            return None
+        top = min(2 * top, hi)
+    lo = top // 2 + 1 if top > 1 else 1
+    while lo < top:
+        mid = (lo + top) // 2
+        if ok(mid):
+            top = mid
+        else:
+            lo = mid + 1
+    return top
+
+
+def exact_smallest_steps(language: str, role: str, L: int, schedule: str) -> tuple[int | None, str | None]:
+    """(N, what) where a closed form gives the smallest N reaching the target exactly at length L.
+
+    Interval HMM (SER): the exact oracle SER 1 - rho^(L/l).  n-gram (TER): the Theorem 4.2 chain
+    bound on KL(q || p_N)/L at learning error 0 -- exact, but a bound (a sufficient N).
+    """
+    from mdmt.constructions.reverse.schedules import reveal_probabilities
+
+    pi = lambda N: reveal_probabilities(schedule, N)  # noqa: E731
+    l = interval_length_of(language)
+    if role == "ser" and l is not None:
+        from mdmt.constructions.reverse.interval_closed_forms import oracle_ser
+
+        return _bisect_steps(lambda N: oracle_ser(l, L, pi(N)) <= SER_TARGET), "exact oracle SER"
+    lang = language_from_spec(language)
+    if role == "ter" and getattr(lang, "kind", None) == "ngram":
+        from mdmt.bounds.dependencies import chain_bound
+
+        return (_bisect_steps(lambda N: chain_bound(lang.n, L, pi(N), lang.n_symbols, 0.0) <= TER_TARGET, hi=1 << 16),
+                "Theorem 4.2 chain bound")
+    return None, None
+
+
+def steps_to_target(rows: list[dict], schedule: str) -> list[dict]:
+    """Per (language, kind, L): the smallest N of the sweep reaching the target, and the exact one where it exists."""
+    out = []
+    keys = sorted({(r["language"], r["role"], r["kind"], r["L"]) for r in rows if r["kind"] != "ar"},
+                  key=lambda k: (k[1] != "ter", k[0], k[2], k[3]))
+    for language, role, kind, L in keys:
+        key, target = _metric(role)
+        pts = [(r["N"], r[key]) for r in rows if (r["language"], r["kind"], r["L"]) == (language, kind, L)]
+        rec = {"language": language, "role": role, "kind": kind, "L": L, "metric": key, "target": target,
+               "smallest_N": smallest_steps(pts, target), "largest_N_swept": max(N for N, _ in pts)}
+        if kind == "oracle":
+            rec["exact_N"], rec["exact_what"] = exact_smallest_steps(language, role, L, schedule)
+        out.append(rec)
+    return out
+
+
+# ---------------------------------------------------------------------- the figure
+
+def _short(spec: str) -> str:
+    return spec.replace("preset:", "").rsplit(":0", 1)[0] if spec.startswith("preset:") else spec
+
+
+def _log2_axis(ax, values) -> None:
+    """A base-2 log axis whose ticks are the swept values, written as plain integers."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    ax.set_xscale("log", base=2)
+    ticks = sorted(set(values))
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([str(t) for t in ticks], rotation=45 if len(ticks) > 6 else 0, fontsize=8)
+
+
+def plot_figure1(rows: list[dict], targets: list[dict], path, *, model: str = "tiny", length: int = 64) -> None:
+    """Row 1: TER gap vs N per TER language; row 2: SER vs N per SER language; row 3: smallest N reaching the target vs L.
+
+    Oracle curves at every length (one colour per L), the trained MDM at its training length
+    (black markers) and the AR model at N = L (star); exact values dotted, bounds dashed.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
-    langs = list(dict.fromkeys(r["language"] for r in rows))
-    cols = min(3, len(langs))
-    nrow = math.ceil(len(langs) / cols)
-    fig, axes = plt.subplots(nrow, cols, figsize=(4.6 * cols, 3.6 * nrow), squeeze=False)
-    style = {"oracle": dict(color="tab:green", marker="s", label="MDM, oracle denoiser"),
-             "mdm": dict(color="tab:blue", marker="o", label="MDM, trained")}
-    for ax, name in zip(axes.flat, langs):
-        rs = [r for r in rows if r["language"] == name]
-        ter = rs[0]["role"] == "ter"
-        key = "gen_perplexity" if ter else "ser"
-        for kind, st in style.items():
-            pts = sorted((r for r in rs if r["kind"] == kind and math.isfinite(r[key])), key=lambda r: r["N"])
-            if pts:
-                x = [r["N"] for r in pts]
-                y = np.array([r[key] for r in pts])
-                err = np.array([[r[key] - r[key + "_lo"] for r in pts], [r[key + "_hi"] - r[key] for r in pts]])
-                ax.errorbar(x, y, yerr=np.maximum(err, 0), capsize=2, ms=4, lw=1.2, **st)
-        for r in rs:
-            if r["kind"] == "ar" and math.isfinite(r[key]):
-                ax.axhline(r[key], color="tab:red", lw=1.2, label="AR (KV cache)")
-                ax.axhspan(r[key + "_lo"], r[key + "_hi"], color="tab:red", alpha=0.12)
-        if ter:
-            ax.axhline(rs[0]["true_perplexity"], color="k", ls="--", lw=1, label="true perplexity exp(H/L)")
-        for field_, kind, st in (("ser_exact_oracle", "oracle", dict(color="tab:green", ls=":", label="oracle SER, exact")),
-                                 ("ser_lower_bound", "mdm", dict(color="tab:blue", ls="--", label="Thm 4.4 lower bound, measured ε"))):
-            pts = sorted((r for r in rs if r["kind"] == kind and r.get(field_) is not None), key=lambda r: r["N"])
-            if pts:
-                ax.plot([r["N"] for r in pts], [r[field_] for r in pts], lw=1, **st)
-        ax.set_xscale("log", base=2)
-        if ter:
-            ax.set_yscale("log")
-        ax.set_xlabel("sampling steps N")
-        ax.set_ylabel("generative perplexity" if ter else "sequence error rate")
-        ax.set_title(f"{name} ({'TER' if ter else 'SER'})")
-        ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(langs):]:
-        ax.axis("off")
-    handles, labels = {}, {}
-    for ax in axes.flat:
+    ter = list(dict.fromkeys(r["language"] for r in rows if r["role"] == "ter"))
+    ser = list(dict.fromkeys(r["language"] for r in rows if r["role"] == "ser"))
+    lengths = sorted({r["L"] for r in rows if r["kind"] == "oracle"})
+    cmap = plt.get_cmap("viridis")
+    colour = {L: cmap(0.1 + 0.75 * i / max(1, len(lengths) - 1)) for i, L in enumerate(lengths)}
+    cols = max(len(ter), len(ser), 2)
+    fig, axes = plt.subplots(3, cols, figsize=(4.8 * cols, 12.5), squeeze=False)
+    handles = {}
+
+    def keep(ax):
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles), frameon=False)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.07, 1, 0.96))
-    fig.savefig(path, dpi=120)
+
+    for row_i, (names, role) in enumerate(((ter, "ter"), (ser, "ser"))):
+        key, target = _metric(role)
+        for j in range(cols):
+            ax = axes[row_i, j]
+            if j >= len(names):
+                ax.axis("off")
+                continue
+            name = names[j]
+            rs = [r for r in rows if r["language"] == name]
+            for L in lengths:
+                pts = sorted((r for r in rs if r["kind"] == "oracle" and r["L"] == L and math.isfinite(r[key])),
+                             key=lambda r: r["N"])
+                if not pts:
+                    continue
+                x, y = [r["N"] for r in pts], np.array([r[key] for r in pts])
+                err = np.array([[r[key] - r[key + "_lo"] for r in pts], [r[key + "_hi"] - r[key] for r in pts]])
+                ax.errorbar(x, y, yerr=np.maximum(err, 0), color=colour[L], marker="o", ms=3, lw=1.2, capsize=2,
+                            label=f"oracle MDM, L = {L}")
+                ex = [(r["N"], r["ser_exact_oracle"]) for r in pts if r.get("ser_exact_oracle") is not None]
+                if ex:
+                    ax.plot(*zip(*ex), color=colour[L], ls=":", lw=2.2, alpha=0.9,
+                            label="exact oracle SER 1 - ρ^(L/l)")
+            mdm = sorted((r for r in rs if r["kind"] == "mdm" and math.isfinite(r[key])), key=lambda r: r["N"])
+            if mdm:
+                err = np.array([[r[key] - r[key + "_lo"] for r in mdm], [r[key + "_hi"] - r[key] for r in mdm]])
+                ax.errorbar([r["N"] for r in mdm], [r[key] for r in mdm], yerr=np.maximum(err, 0), color="k",
+                            marker="s", ms=4, lw=1.0, ls="--", capsize=2, label=f"trained MDM, L = {mdm[0]['L']}")
+                lb = [(r["N"], r["ser_lower_bound"]) for r in mdm if r.get("ser_lower_bound") is not None]
+                if lb:
+                    ax.plot(*zip(*lb), color="tab:red", ls="--", lw=1,
+                            label="Thm 4.4 lower bound, trained MDM's measured max ε")
+            for r in rs:
+                if r["kind"] == "ar" and math.isfinite(r[key]):
+                    ax.errorbar([r["N"]], [r[key]], yerr=[[max(r[key] - r[key + "_lo"], 0)], [max(r[key + "_hi"] - r[key], 0)]],
+                                color="tab:red", marker="*", ms=11, ls="none", label=f"AR (KV cache), N = L = {r['L']}")
+            ax.axhline(target, color="0.4", lw=0.8, ls="-.", label=f"target ({'TER gap' if role == 'ter' else 'SER'} "
+                                                                   f"= {target:g})")
+            if role == "ter":
+                ax.axhline(0.0, color="0.6", lw=0.6)
+                ax.set_ylabel("TER gap: ln(gen. perplexity) − H/L  [nats/token]")
+                ax.set_title(f"{_short(name)}: TER gap of samples vs steps N", fontsize=10)
+            else:
+                ax.set_ylabel("sequence error rate (SER)")
+                ax.set_ylim(-0.03, 1.03)
+                ax.set_title(f"{_short(name)}: SER of samples vs steps N", fontsize=10)
+                if all(r["ser"] == 0 for r in rs):
+                    ax.text(0.5, 0.5, "SER = 0 at every point:\nevery sample lies in the support",
+                            transform=ax.transAxes, ha="center", va="center", fontsize=9,
+                            bbox=dict(facecolor="white", edgecolor="0.6"))
+            _log2_axis(ax, [r["N"] for r in rs])
+            ax.set_xlabel("sampling steps N")
+            ax.grid(alpha=0.3)
+            keep(ax)
+
+    # row 3: smallest N reaching the target, against L
+    for j, role in enumerate(("ter", "ser")):
+        ax = axes[2, j]
+        recs = [t for t in targets if t["role"] == role and t["kind"] == "oracle"]
+        names = list(dict.fromkeys(t["language"] for t in recs))
+        markers = "osD^v<>"
+        for k, name in enumerate(names):
+            rs = sorted((t for t in recs if t["language"] == name), key=lambda t: t["L"])
+            got = [(t["L"], t["smallest_N"]) for t in rs if t["smallest_N"] is not None]
+            if got:
+                ax.plot(*zip(*got), marker=markers[k % len(markers)], lw=1.4, color=f"C{k}",
+                        label=f"{_short(name)}: Monte Carlo (swept N)")
+            miss = [(t["L"], t["largest_N_swept"]) for t in rs if t["smallest_N"] is None]
+            if miss:
+                ax.scatter(*zip(*miss), marker="^", color=f"C{k}", s=40, facecolors="none",
+                           label=f"{_short(name)}: not reached by N = {miss[0][1]}")
+            ex = [(t["L"], t["exact_N"]) for t in rs if t.get("exact_N") is not None]
+            if ex:
+                ax.plot(*zip(*ex), ls=":" if role == "ser" else "--", lw=2, color=f"C{k}",
+                        label=f"{_short(name)}: {rs[0]['exact_what']}")
+        _log2_axis(ax, [t["L"] for t in recs] or [64])
+        ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("sequence length L")
+        ax.set_ylabel("smallest N reaching the target")
+        ax.set_title(("oracle MDM: steps to TER gap ≤ 0.05 nats/token" if role == "ter"
+                      else "oracle MDM: steps to SER ≤ 0.1"), fontsize=10)
+        ax.grid(alpha=0.3, which="both")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="upper left")
+    for j in range(2, cols):
+        axes[2, j].axis("off")
+    fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=4, fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, 1.0))
+    fig.suptitle(f"Figure 1 (mdmt, {model} networks trained at L = {length}): TER saturates in N at every L, "
+                 f"SER needs N growing with L", y=1.03, fontsize=12)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
+# ---------------------------------------------------------------------- tables
+
+def _f(v, digits=4):
+    return "" if v is None else ("∞" if isinstance(v, float) and math.isinf(v) else f"{v:.{digits}f}")
+
+
 def markdown_tables(result: dict) -> str:
-    """The rows and per-language summaries of a run as Markdown tables (for docs/results)."""
-    lines = ["| language | kind | N | NFE | gen. perplexity (95% CI) | true perplexity | SER (95% CI) | bound |",
-             "| --- | --- | ---: | ---: | --- | ---: | --- | --- |"]
-    for r in result["rows"]:
-        gp = (f"{r['gen_perplexity']:.4f} ({r['gen_perplexity_lo']:.4f}–{r['gen_perplexity_hi']:.4f})"
-              if math.isfinite(r["gen_perplexity"]) else "∞")
+    """The run as Markdown (for docs/results): oracle curves by length, trained models, steps to target."""
+    rows, lines = result["rows"], []
+    langs = list(dict.fromkeys(r["language"] for r in rows))
+    for name in langs:
+        rs = [r for r in rows if r["language"] == name]
+        role = rs[0]["role"]
+        key = "ter_gap" if role == "ter" else "ser"
+        Ls = sorted({r["L"] for r in rs if r["kind"] == "oracle"})
+        Ns = sorted({r["N"] for r in rs if r["kind"] != "ar"})
+        lines.append(f"#### {name}: oracle MDM, {'TER gap ln(gen. perplexity) − H/L (nats/token)' if role == 'ter' else 'SER'}"
+                     + (" — Monte Carlo (exact)" if any(r.get("ser_exact_oracle") is not None for r in rs) else ""))
+        lines.append("")
+        lines.append("| N | " + " | ".join(f"L = {L}" for L in Ls) + " |")
+        lines.append("| ---: |" + " ---: |" * len(Ls))
+        by = {(r["L"], r["N"]): r for r in rs if r["kind"] == "oracle"}
+        for N in Ns:
+            cells = []
+            for L in Ls:
+                r = by.get((L, N))
+                if r is None:
+                    cells.append("")
+                    continue
+                c = _f(r[key])
+                if r.get("ser_exact_oracle") is not None:
+                    c += f" ({r['ser_exact_oracle']:.4f})"
+                cells.append(c)
+            lines.append(f"| {N} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["#### Trained networks (training length L)", "",
+              "| language | kind | N | NFE | TER gap (95% CI) | gen. perplexity | true perplexity | SER (95% CI) | bound |",
+              "| --- | --- | ---: | ---: | --- | ---: | ---: | --- | --- |"]
+    for r in rows:
+        if r["kind"] == "oracle":
+            continue
         b = []
         if r["kl_bound_per_token"] is not None:
             b.append(f"KL/L ≤ {r['kl_bound_per_token']:.4f}")
         if r.get("ser_lower_bound") is not None:
             b.append(f"SER ≥ {r['ser_lower_bound']:.4f}")
-        if r.get("ser_exact_oracle") is not None:
-            b.append(f"oracle SER = {r['ser_exact_oracle']:.4f}")
-        lines.append(f"| {r['language']} | {r['kind']} | {r['N']} | {r['nfe_mean']:.1f} | {gp} | {r['true_perplexity']:.4f} | "
-                     f"{r['ser']:.4f} ({r['ser_lo']:.4f}–{r['ser_hi']:.4f}) | {'; '.join(b)} |")
-    lines += ["", "| language | H/L (nats) | MDM val NELBO | AR val NLL | ε_learning mean (95% CI) | q90 | q99 | max | AR KL/L |",
-              "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
+        lines.append(f"| {r['language']} | {r['kind']} | {r['N']} | {r['nfe_mean']:.1f} | {_f(r['ter_gap'])} "
+                     f"({_f(r['ter_gap_lo'])}–{_f(r['ter_gap_hi'])}) | {_f(r['gen_perplexity'], 3)} | "
+                     f"{r['true_perplexity']:.3f} | {r['ser']:.4f} ({r['ser_lo']:.4f}–{r['ser_hi']:.4f}) | {'; '.join(b)} |")
+    lines += ["", "| language | H/L | MDM val gap (95% CI) | MDM train CPU s | ε_learning mean (95% CI) | q99 | max | "
+              "AR val gap (95% CI) | AR train CPU s |", "| --- | ---: | --- | ---: | --- | ---: | ---: | --- | ---: |"]
     for name, s in result["summaries"].items():
-        le = s.get("learning_error")
-        tm, ta, ak = s.get("train_mdm"), s.get("train_ar"), s.get("ar_kl")
-        f = (lambda v: "" if v is None else f"{v:.4f}")
-        lines.append(f"| {name} | {s['entropy_rate']:.4f} | {f(tm and tm['val_nll'])} | {f(ta and ta['val_nll'])} | "
-                     + (f"{le['mean']:.4f} ({le['ci'][0]:.4f}–{le['ci'][1]:.4f}) | {le['q90']:.4f} | {le['q99']:.4f} | {le['max']:.4f}"
-                        if le else " | | | ")
-                     + f" | {f(ak and ak['mean'])} |")
+        le, tm, ta = s.get("learning_error"), s.get("train_mdm"), s.get("train_ar")
+
+        def gap(t):
+            return "" if not t else f"{t['val_gap']:+.4f} ({t['val_gap_ci'][0]:+.4f}–{t['val_gap_ci'][1]:+.4f})"
+
+        lines.append(f"| {name} | {s['entropy_rate']:.4f} | {gap(tm)} | {_f(tm and tm.get('cpu_seconds'), 0)} | "
+                     + (f"{le['mean']:.4f} ({le['ci'][0]:.4f}–{le['ci'][1]:.4f}) | {le['q99']:.4f} | {le['max']:.4f}"
+                        if le else " | | ")
+                     + f" | {gap(ta)} | {_f(ta and ta.get('cpu_seconds'), 0)} |")
+    lines += ["", "#### Smallest N reaching the target (oracle MDM)", "",
+              "| language | metric ≤ target | " + " | ".join(f"L = {L}" for L in sorted({t['L'] for t in result['targets']
+                                                                                      if t['kind'] == 'oracle'})) + " |"]
+    Ls = sorted({t["L"] for t in result["targets"] if t["kind"] == "oracle"})
+    lines.append("| --- | --- |" + " ---: |" * len(Ls))
+    for name in langs:
+        recs = {t["L"]: t for t in result["targets"] if t["language"] == name and t["kind"] == "oracle"}
+        if not recs:
+            continue
+        t0 = next(iter(recs.values()))
+        cells = []
+        for L in Ls:
+            t = recs.get(L)
+            if t is None:
+                cells.append("")
+                continue
+            c = str(t["smallest_N"]) if t["smallest_N"] is not None else f"> {t['largest_N_swept']}"
+            if t.get("exact_N") is not None:
+                c += f" ({t['exact_N']})"
+            cells.append(c)
+        what = f"{t0['metric']} ≤ {t0['target']:g}" + (f"; in parentheses: {t0['exact_what']}" if t0.get("exact_what") else "")
+        lines.append(f"| {name} | {what} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

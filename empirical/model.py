@@ -1,7 +1,8 @@
 """The networks of Section 5: a masked diffusion model (MDM) and its autoregressive (AR) baseline.
 
 Both are the same pre-LayerNorm transformer with rotary position encoding on queries and keys (as
-MDLM) plus learned absolute position embeddings (``positions="rotary+learned"``; Appendix E.2,
+MDLM) plus learned absolute position embeddings (``positions="rotary+learned"``; optionally ALiBi
+attention biases toward near positions, ``"...+alibi"``; Appendix E.2,
 Table 2: hidden 512, 8 layers, 8 heads, L = 512 -- the ``paper`` preset; ``tiny`` is a
 CPU-sized version with the same structure).  They differ only in the attention mask.
 
@@ -19,7 +20,18 @@ independently with probability t, weight -alpha'(t)/(1 - alpha(t)) = 1/t):
 
     NELBO(x) = E_{t ~ U(0,1)} [ (1/t) * sum_{i masked in x_t} -log p_theta(x_i | x_t) ]
 
-``mdm_loss`` returns the bracket for given (t, mask); its expectation upper-bounds -log p(x).
+Because the denoiser does not depend on t, the integral over t can be done in closed form:
+given m masked positions, int_0^1 (1/t) Binom(m; L, t) dt = 1/m, so
+
+    NELBO(x) = L * E_{m ~ U{1..L}} E_{M : |M| = m} [ (1/m) sum_{i in M} -log p_theta(x_i | x_{-M}) ],
+
+the random-order autoregressive form (for the oracle q(x_i | x_U) every order gives exactly
+-log q(x), so the oracle's NELBO is -log q(x) for every x).  Two unbiased estimators of the
+same NELBO are provided (per sequence, in nats):
+
+* ``mdm_loss`` with ``diffusion_noise`` -- MDLM's: t ~ U(t_min, 1), Bernoulli(t) masks, weight 1/t;
+* ``mdm_loss_count`` with ``count_noise`` -- m uniform on 1..L, m positions masked uniformly
+  at random, weight L/m: no 1/t factor, so no variance blow-up at small t.
 
 AR (causal attention).  The input is (BOS, x_1, ..., x_{L-1}) with BOS the extra id ``V``;
 position i predicts x_{i+1}.  Generation feeds one token at a time through a ``KVCache``.
@@ -46,7 +58,7 @@ PRESETS = {
 }
 
 
-POSITIONS = ("rotary", "learned", "rotary+learned")
+POSITIONS = ("rotary", "learned", "rotary+learned", "learned+alibi", "rotary+learned+alibi")
 
 
 @dataclass(frozen=True)
@@ -59,7 +71,7 @@ class ModelConfig:
     n_layers: int = 2
     n_heads: int = 4
     causal: bool = False  # False: MDM (bidirectional); True: AR baseline
-    positions: str = "rotary+learned"  # one of POSITIONS: RoPE on q, k (as MDLM), absolute embeddings, or both
+    positions: str = "rotary+learned"  # one of POSITIONS: RoPE on q, k (as MDLM), absolute embeddings, ALiBi biases
 
     def __post_init__(self):
         for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads"):
@@ -129,6 +141,25 @@ def apply_rotary(z: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     return out.to(z.dtype)
 
 
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """ALiBi's head slopes 2^(-8 h / H), h = 1..H (Press et al. 2022): steep heads look near, flat heads far."""
+    return torch.tensor([2.0 ** (-8.0 * h / n_heads) for h in range(1, n_heads + 1)])
+
+
+def alibi_bias(slopes: torch.Tensor, start: int, T: int, causal: bool, device=None) -> torch.Tensor:
+    """Additive attention bias (H, T, start + T): -slope_h |i - j| for queries start..start+T-1 and keys 0..start+T-1.
+
+    Bidirectional (MDM) attention is biased toward near positions on both sides; a causal (AR)
+    model also gets -inf above the diagonal.
+    """
+    q = torch.arange(start, start + T, device=device)[:, None]
+    k = torch.arange(start + T, device=device)[None, :]
+    bias = -slopes.to(device)[:, None, None] * (q - k).abs()[None].float()  # (H, T, start + T)
+    if causal:
+        bias = bias.masked_fill((k > q)[None], float("-inf"))
+    return bias
+
+
 class SelfAttention(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int):
         super().__init__()
@@ -136,7 +167,7 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None, rotary=None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None, rotary=None, bias=None) -> torch.Tensor:
         B, T, C = x.shape  # (B, T, C)
         q, k, v = self.qkv(x).split(C, dim=2)  # each (B, T, C)
         q, k, v = (z.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for z in (q, k, v))  # (B, H, T, hd)
@@ -146,7 +177,9 @@ class SelfAttention(nn.Module):
         if cache is not None:
             past = cache.pos
             k, v = cache.append(self.layer, k, v)  # (B, H, past + T, hd)
-        if not self.causal or T == 1:
+        if bias is not None:  # ALiBi (H, T, past + T), causal masking included
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype))
+        elif not self.causal or T == 1:
             y = F.scaled_dot_product_attention(q, k, v)  # bidirectional, or one new query that may see all stored keys
         elif past == 0:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -167,8 +200,8 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.mlp = nn.Sequential(nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model))
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None, rotary=None) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), cache, rotary)  # (B, T, C)
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None, rotary=None, bias=None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), cache, rotary, bias)  # (B, T, C)
         return x + self.mlp(self.ln2(x))  # (B, T, C)
 
 
@@ -185,6 +218,8 @@ class Transformer(nn.Module):
             cos, sin = rotary_tables(cfg.seq_len, cfg.d_model // cfg.n_heads)
             self.register_buffer("rot_cos", cos, persistent=False)  # (L, hd/2)
             self.register_buffer("rot_sin", sin, persistent=False)
+        if "alibi" in cfg.positions:
+            self.register_buffer("alibi_slopes", alibi_slopes(cfg.n_heads), persistent=False)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)  # no output for the mask token
@@ -223,8 +258,10 @@ class Transformer(nn.Module):
             x = x + self.pos(torch.arange(start, start + T, device=idx.device))[None]
         if "rotary" in self.cfg.positions:
             rotary = (self.rot_cos[start:start + T], self.rot_sin[start:start + T])  # (T, hd/2) each
+        bias = (alibi_bias(self.alibi_slopes, start, T, self.cfg.causal, idx.device)
+                if "alibi" in self.cfg.positions else None)
         for block in self.blocks:
-            x = block(x, cache, rotary)
+            x = block(x, cache, rotary, bias)
         if cache is not None:
             cache.pos += T
         return self.head(self.ln_f(x)).float()  # (B, T, V)
@@ -257,8 +294,30 @@ def diffusion_noise(batch: int, length: int, generator: torch.Generator, t_min: 
     return t, mask
 
 
+def count_noise(batch: int, length: int, generator: torch.Generator, u: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Counts m (B,) uniform on 1..L and masks (B, L) with exactly m[b] positions masked, uniformly at random.
+
+    m = floor(u L) + 1 with u uniform on [0, 1): stratified over the batch by default
+    (u_b = (U + b) / B), or the given ``u`` (B,) (validation stratifies it over the draws of one sequence).
+    """
+    if u is None:
+        u = (torch.rand(1, generator=generator, dtype=torch.float64) + torch.arange(batch, dtype=torch.float64) / batch) % 1.0
+    m = (u * length).long().clamp(max=length - 1) + 1  # (B,)
+    ranks = torch.rand(batch, length, generator=generator).argsort(dim=1).argsort(dim=1)  # (B, L) a random permutation
+    return m, ranks < m[:, None]
+
+
 def _cfg(model: nn.Module) -> ModelConfig:
     return model.module.cfg if hasattr(model, "module") else model.cfg
+
+
+def masked_nll(model: nn.Module, x0: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """-log p_theta(x0_i | x_t) at the masked positions of x_t = x0 with ``mask`` applied, 0 elsewhere; (B, L)."""
+    V = _cfg(model).vocab_size
+    xt = torch.where(mask, torch.full_like(x0, V), x0)  # (B, L)
+    logp = F.log_softmax(model(xt), dim=-1)  # (B, L, V)
+    return -logp.gather(-1, x0.unsqueeze(-1)).squeeze(-1) * mask  # (B, L)
 
 
 def mdm_loss(model: nn.Module, x0: torch.Tensor, t: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -266,11 +325,12 @@ def mdm_loss(model: nn.Module, x0: torch.Tensor, t: torch.Tensor, mask: torch.Te
 
     Revealed positions contribute nothing under SUBS (carry-over gives them probability 1).
     """
-    V = _cfg(model).vocab_size
-    xt = torch.where(mask, torch.full_like(x0, V), x0)  # (B, L)
-    logp = F.log_softmax(model(xt), dim=-1)  # (B, L, V)
-    nll = -logp.gather(-1, x0.unsqueeze(-1)).squeeze(-1)  # (B, L)
-    return (nll * mask).sum(dim=1) / t  # (B,)
+    return masked_nll(model, x0, mask).sum(dim=1) / t  # (B,)
+
+
+def mdm_loss_count(model: nn.Module, x0: torch.Tensor, m: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per-sequence NELBO estimate (L/m) sum_{i masked} -log p_theta(x0_i | x_{-M}), nats, shape (B,) (``count_noise``)."""
+    return masked_nll(model, x0, mask).sum(dim=1) * (x0.shape[1] / m)  # (B,)
 
 
 # ----------------------------------------------------------------------------- AR

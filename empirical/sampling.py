@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 from mdmt.constructions.reverse.denoisers import oracle_denoiser
-from mdmt.constructions.reverse.sampler import SampleResult
+from mdmt.constructions.reverse.sampler import PROB_TOL, SampleResult, check_denoiser_rows
 from mdmt.constructions.reverse.schedules import as_pi, reveal_rates
 from mdmt.constructions.validation import MASK, positive_int
 
@@ -48,7 +48,10 @@ class MDMDenoiser:
     """A trained MDM as a denoiser: ``X`` int (B, L) with MASK -> probabilities (B, L, V) (SUBS).
 
     NumPy input gives float64 NumPy output (the denoiser protocol); :meth:`torch_probs` works on
-    tensors on the model's device.  Evaluation is batched (bf16 autocast on CUDA).
+    tensors on the model's device.  Evaluation is batched (bf16 autocast on CUDA).  Sequences
+    shorter than the model's ``seq_len`` are padded with masked positions: the law of the first
+    L tokens of a language (n-gram, HMM) is its law at length L, and a masked tail is exactly
+    "the tokens after position L are unknown".
     """
 
     def __init__(self, model: Transformer, batch: int = 256):
@@ -65,10 +68,15 @@ class MDMDenoiser:
     @torch.no_grad()
     def torch_probs(self, X: torch.Tensor) -> torch.Tensor:
         X = X.to(self.device)
+        L, full = X.shape[1], self.model.cfg.seq_len
+        if L > full:
+            raise ValueError(f"sequence length L = {L} exceeds the model's seq_len = {full}")
+        if L < full:
+            X = torch.cat([X, torch.full((X.shape[0], full - L), MASK, dtype=X.dtype, device=X.device)], dim=1)
         out = []
         with autocast(self.device):
             for s in range(0, X.shape[0], self.batch):
-                out.append(subs_log_probs(self.model, X[s:s + self.batch]).float().exp())  # (b, L, V)
+                out.append(subs_log_probs(self.model, X[s:s + self.batch]).float().exp()[:, :L])  # (b, L, V)
         return torch.cat(out)
 
     def __call__(self, X) -> np.ndarray:
@@ -120,6 +128,15 @@ def _draw(P: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return k.clamp_(max=P.shape[-1] - 1)
 
 
+def _check_rows(P: torch.Tensor, reveal: torch.Tensor, rows: torch.Tensor, step: int) -> None:
+    """The laws drawn at a step must be probability vectors (:func:`~mdmt.constructions.reverse.sampler.check_denoiser_rows`)."""
+    Q = P[reveal].double()  # (m, V): the rows drawn from
+    bad = ~torch.isfinite(Q).all(-1) | (Q < 0).any(-1) | ((Q.sum(-1) - 1.0).abs() > PROB_TOL)
+    if bool(bad.any()):
+        r, c = reveal.nonzero()[int(bad.nonzero()[0, 0])].tolist()
+        check_denoiser_rows(Q[bad][:1].cpu().numpy(), [int(rows[r])], [c], step)
+
+
 @torch.no_grad()
 def ddpm_cache(denoiser, num: int, L: int, pi, *, seed: int = 0, vocab_size: int | None = None, batch: int = 256,
                device="cpu", greedy_final: bool = False) -> SampleResult:
@@ -159,6 +176,7 @@ def ddpm_cache(denoiser, num: int, L: int, pi, *, seed: int = 0, vocab_size: int
                 vocab_size = P.shape[-1]
             elif P.shape[-1] != vocab_size:
                 raise ValueError(f"denoiser returned {P.shape[-1]} token probabilities at step {j + 1}, expected V = {vocab_size}")
+            _check_rows(P, reveal[rows], rows + s, j + 1)
             tok = P.argmax(-1) if greedy_final and j == N - 1 else _draw(P, u[rows])  # (r, L)
             X[rows] = torch.where(reveal[rows], tok, X[rows])  # only S_j changes
             step[reveal] = j + 1
@@ -238,3 +256,16 @@ def ar_sequence_nll(model: Transformer, x: np.ndarray, batch: int = 256) -> np.n
             xb = torch.as_tensor(np.asarray(x[s:s + batch], dtype=np.int64), device=device)
             out.append(ar_loss(model, xb).double().cpu().numpy())
     return np.concatenate(out)
+
+
+def sample_model(model: Transformer, num: int, L: int, pi=None, *, seed: int = 0, batch: int = 256,
+                 device=None) -> SampleResult:
+    """``num`` samples of length L from a trained network: ddpm_cache with reveal probabilities ``pi`` for an
+    MDM, token-by-token generation (``pi`` unused) for an AR model."""
+    device = next(model.parameters()).device if device is None else torch.device(device)
+    if model.cfg.causal:
+        return ar_sample(model, num, L, seed=seed, batch=batch, device=device)
+    if pi is None:
+        raise ValueError("sampling an MDM needs reveal probabilities pi (a schedule and a number of steps N)")
+    return ddpm_cache(MDMDenoiser(model, batch=batch), num, L, pi, seed=seed, batch=batch, device=device,
+                      vocab_size=model.cfg.vocab_size)

@@ -3,28 +3,43 @@
 Configuration.  One :class:`TrainConfig` (architecture, language SPEC, steps, batch, learning rate,
 seed, ...) says what a run is a function of; it is saved whole in every checkpoint (as nanoGPT
 saves its config), and a resume with another configuration is refused, naming the fields that
-differ.
+differ.  The language SPEC and the digest of the language's parameters are part of the checked
+settings, so a checkpoint of one language never continues on another.
 
-Objective.  The MDM minimizes the continuous-time ELBO of :func:`mdmt.empirical.model.mdm_loss`
-for the linear (log-linear) schedule alpha(t) = 1 - t: per sequence t ~ U(t_min, 1) (stratified
-over the batch), every token masked with probability t, loss (1/t) * sum over the masked
-positions of the cross entropy, divided by L.  The AR model minimizes the next-token cross
-entropy per token.  Both are in nats per token.
+Objective.  The MDM minimizes the continuous-time NELBO of :mod:`mdmt.empirical.model` for the
+linear schedule alpha(t) = 1 - t.  ``estimator="count"`` (the default) draws the number of masked
+positions m uniformly on 1..L (stratified over the batch), masks m random positions and weights
+the masked cross entropies by L/m; ``estimator="time"`` is MDLM's: t ~ U(t_min, 1) (stratified),
+Bernoulli(t) masks, weight 1/t.  Both are unbiased estimates of the same NELBO (the model
+docstring derives it); docs/empirical.md measures how much faster the first one learns.  The AR
+model minimizes the next-token cross entropy.  Losses are in nats per token.
 
-Validation.  A fixed validation set (drawn from the seed) gives the per-token NLL -- the NELBO
-for the MDM (an upper bound on -ln p_theta(x)/L), the exact NLL for the AR model -- which is
-compared with the language's entropy rate H(X_1..X_L)/L, the least any model can reach
-(:func:`mdmt.empirical.metrics.entropy_rate`: exact for an n-gram, Monte Carlo otherwise).
+Validation.  A fixed validation set (drawn from the seed) is scored per sequence -- the NELBO for
+the MDM (``val_draws`` mask draws per sequence, their counts m stratified over 1..L), the exact
+NLL for the AR model -- and paired with the exact -ln q(x)/L of the *same* sequences: the mean of
+the per-sequence differences with its Student-t interval (``val_gap``, ``val_gap_ci``) is the
+model's excess over the language, free of the sampling noise of the validation set.  (For the
+oracle denoiser the NELBO equals -ln q(x) for every x, so the MDM's gap estimates the average
+per-token KL of its denoiser over random masks.)  The entropy rate H(X_1..X_L)/L
+(:func:`mdmt.empirical.metrics.entropy_rate`) is reported beside it.
 
-Optimizer.  AdamW (betas 0.9, 0.999, weight decay 0), linear warm-up over the first 10% of the
-steps then cosine decay to 0, gradient-norm clipping at 1.
+Optimizer.  AdamW (betas 0.9, 0.999, weight decay 0), linear warm-up over the first
+``warmup_frac`` of the steps then cosine decay to 0, gradient-norm clipping at ``grad_clip``.
+A finished run can be extended to more steps (``resume=True`` with a larger ``train_steps``):
+the added steps form a new warm-up + cosine cycle from the peak learning rate, and the step at
+which it starts is recorded in ``TrainConfig.restarts``.
 
 Determinism and resume.  Every random draw is a function of (seed, step): the training batch of
 step s is ``language.sample`` with a generator seeded by (seed, 1, s) (or, with a stored data
-set, the rows :func:`data_rows_at` picks), its masking noise comes
-from a torch generator seeded by (seed, 2, s), and the initialization from (seed, 0).  The
-checkpoint stores model, optimizer, scheduler, step, history and the torch/NumPy RNG states, so
-k steps in one go equal j steps, a resume, and k - j more (bit for bit on CPU).
+set, the rows :func:`data_rows_at` picks), its masking noise comes from a torch generator seeded
+by (seed, 2, s), and the initialization from (seed, 0).  The checkpoint
+(:mod:`mdmt.empirical.checkpoint`: atomic, digest-checked, plain tensors) stores model,
+optimizer, step, history and the torch RNG state, so k steps in one go equal j steps, a resume,
+and k - j more (bit for bit on CPU).  Checkpoints are written every ``ckpt_every`` steps, at the
+end, and when SIGINT or SIGTERM arrives (then :class:`TrainingInterrupted` is raised).  A
+non-finite loss, gradient or parameter stops training with :class:`TrainingDiverged` and keeps
+the last good checkpoint.  ``cpu_seconds`` (user + system time of the process, summed over
+resumes; validation excluded) measures the cost of a run on a shared machine better than wall time.
 
 Data parallel.  Launched by ``torchrun`` (``WORLD_SIZE`` > 1 in the environment) the same call
 trains with DistributedDataParallel: every rank draws the full batch of step s from (seed, s)
@@ -38,19 +53,43 @@ from __future__ import annotations
 
 import math
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass, field, fields, replace
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from mdmt.constructions.confidence import mean_interval
 from mdmt.constructions.languages.io import language_digest
 from mdmt.constructions.languages.spec import canonical_spec, language_from_spec
 from mdmt.constructions.validation import positive_int, token_array
 
-from .model import ModelConfig, Transformer, ar_loss, autocast, diffusion_noise, mdm_loss
+from .checkpoint import check_writable, load_checkpoint, save_checkpoint
+from .model import (ModelConfig, Transformer, ar_loss, autocast, count_noise, diffusion_noise, mdm_loss,
+                    mdm_loss_count)
+
+ESTIMATORS = ("count", "time")
+FORMAT = 2  # checkpoint layout
+QUICK_VAL = 256  # validation sequences of the evaluations during training (the final one takes them all)
+
+
+#: The training recipe of each architecture preset (mdmt.empirical.model.PRESETS): the defaults of ``mdmt train``
+#: and ``mdmt figure1``.  ``tiny`` was chosen by the ablation of docs/empirical.md (CPU); ``paper`` is Table 3.
+RECIPES = {
+    "tiny": dict(train_steps=4000, batch=64, lr=3e-3, estimator="count", warmup_frac=0.05),
+    "paper": dict(train_steps=20000, batch=64, lr=3e-4, estimator="count", warmup_frac=0.1),
+}
+
+
+class TrainingDiverged(ValueError):
+    """A non-finite loss, gradient or parameter: training stopped, the last good checkpoint is kept."""
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived: the checkpoint of the last finished step was written."""
 
 
 def seed_of(*parts: int) -> int:
@@ -63,6 +102,14 @@ def cosine_with_warmup(step: int, total: int, warmup: int) -> float:
     if step < warmup:
         return (step + 1) / warmup
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
+
+
+def lr_factor(step: int, total: int, warmup_frac: float, restarts=()) -> float:
+    """The learning-rate factor at ``step``: one warm-up + cosine cycle per segment between restarts."""
+    bounds = (0, *restarts, total)
+    k = max(i for i in range(len(bounds) - 1) if bounds[i] <= step) if step < total else len(bounds) - 2
+    a, b = bounds[k], bounds[k + 1]
+    return cosine_with_warmup(step - a, b - a, int(round(warmup_frac * (b - a))))
 
 
 def default_device() -> torch.device:
@@ -130,6 +177,29 @@ def data_rows_at(n: int, seed: int, step: int, batch: int) -> np.ndarray:
     return rows
 
 
+def batch_at(language, seed: int, step: int, batch: int, L: int) -> np.ndarray:
+    """The training sequences of a step: int64 (batch, L), a function of (seed, step) only."""
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1, int(step)]))
+    return np.asarray(language.sample(batch, L, rng), dtype=np.int64)
+
+
+def data_rows_at(n: int, seed: int, step: int, batch: int) -> np.ndarray:
+    """Rows of a stored training set used at a step: epochs of seeded permutations, read in order.
+
+    Step s reads positions s*batch ... (s+1)*batch - 1 of the concatenation of the permutations
+    of range(n) seeded by (seed, 4, epoch), so every epoch visits every row once and the rows of
+    a step depend on (n, seed, step) only (which keeps resume exact).
+    """
+    idx = int(step) * batch + np.arange(batch)
+    epochs = idx // n
+    rows = np.empty(batch, dtype=np.int64)
+    for e in np.unique(epochs):
+        perm = np.random.default_rng(np.random.SeedSequence([int(seed), 4, int(e)])).permutation(n)
+        sel = epochs == e
+        rows[sel] = perm[idx[sel] % n]
+    return rows
+
+
 def _check_data(data, V: int, L: int) -> tuple[np.ndarray, np.ndarray]:
     """A (train, val) pair of stored sequences, validated against the model's vocabulary and L."""
     if not (isinstance(data, (tuple, list)) and len(data) == 2):
@@ -151,8 +221,12 @@ class TrainConfig:
 
     ``language`` is a language SPEC (``preset:2gram-ter:0``, ``interval:4``, a file); it may be
     None when :func:`train` is given a language object, whose digest then identifies it.
-    ``eval_every`` None means every ``train_steps // 10`` steps; ``ckpt_every`` None means at the
-    end only.  ``val_size`` sequences are drawn for validation (a stored data set brings its own).
+    ``estimator``: ``count`` or ``time`` (module docstring).  ``eval_every`` None means every
+    ``train_steps // 10`` steps; ``ckpt_every`` None means every ``train_steps // 20`` steps
+    (and at the end).  ``val_size`` sequences are drawn for validation (a stored data set brings
+    its own), each scored with ``val_draws`` mask draws at the end (the evaluations on the way look at the
+    first 256 sequences with at most 2 draws).  ``restarts``: the steps at which an
+    extension of a finished run started a new learning-rate cycle (set by :func:`train`).
     """
 
     model: ModelConfig
@@ -161,24 +235,29 @@ class TrainConfig:
     batch: int = 32
     lr: float = 3e-4
     seed: int = 0
+    estimator: str = "count"
     t_min: float = 1e-3
     warmup_frac: float = 0.1
     grad_clip: float = 1.0
     eval_every: int | None = None
     val_size: int = 256
+    val_draws: int = 8
     ckpt_every: int | None = None
+    restarts: tuple = ()
 
     def __post_init__(self):
         if not isinstance(self.model, ModelConfig):
             raise ValueError(f"TrainConfig.model must be a ModelConfig, got {type(self.model).__name__}")
         if self.language is not None:
             object.__setattr__(self, "language", canonical_spec(self.language))
-        for name in ("train_steps", "batch", "val_size"):
+        for name in ("train_steps", "batch", "val_size", "val_draws"):
             positive_int(f"TrainConfig.{name}", getattr(self, name))
         positive_int("TrainConfig.seed", self.seed, minimum=0)
         for name in ("eval_every", "ckpt_every"):
             if getattr(self, name) is not None:
                 positive_int(f"TrainConfig.{name}", getattr(self, name))
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"TrainConfig.estimator must be one of {', '.join(ESTIMATORS)}, got {self.estimator!r}")
         checks = {"lr": (self.lr, lambda v: v > 0, "a positive finite number"),
                   "t_min": (self.t_min, lambda v: 0 < v < 1, "in (0, 1)"),
                   "warmup_frac": (self.warmup_frac, lambda v: 0 <= v <= 1, "in [0, 1]"),
@@ -186,16 +265,32 @@ class TrainConfig:
         for name, (v, ok, what) in checks.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not ok(v):
                 raise ValueError(f"TrainConfig.{name} must be {what}, got {v!r}")
+        restarts = tuple(self.restarts)
+        for r in restarts:
+            positive_int("TrainConfig.restarts entry", r)
+        if list(restarts) != sorted(set(restarts)) or (restarts and restarts[-1] >= self.train_steps):
+            raise ValueError(f"TrainConfig.restarts must increase strictly and stay below train_steps = "
+                             f"{self.train_steps}, got {restarts}")
+        object.__setattr__(self, "restarts", restarts)
+
+    @property
+    def checkpoint_every(self) -> int:
+        return self.ckpt_every or max(1, self.train_steps // 20)
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["model"] = self.model.to_dict()
+        d["restarts"] = list(self.restarts)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
         d = dict(d)
         d["model"] = ModelConfig(**d["model"])
+        d["restarts"] = tuple(d.get("restarts", ()))
+        unknown = sorted(set(d) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown training settings {', '.join(unknown)}")
         return cls(**d)
 
     def with_(self, **changes) -> "TrainConfig":
@@ -214,69 +309,146 @@ def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
     return out
 
 
+def resumed_config(old: TrainConfig, old_step: int, new: TrainConfig) -> TrainConfig:
+    """The configuration a resume continues with: ``new``, with the restarts of ``old`` (plus one when extending).
+
+    A finished run (``old_step == old.train_steps``) asked for more steps is extended by a new
+    cycle starting at ``old.train_steps``; a run stopped early must first be finished with its
+    own number of steps.
+    """
+    if new.train_steps < old.train_steps:
+        raise ValueError(f"the checkpoint was trained for {old.train_steps} steps; train_steps = {new.train_steps} "
+                         "cannot shorten it")
+    cfg = new if new.restarts else new.with_(restarts=old.restarts)
+    if new.train_steps == old.train_steps:
+        return cfg
+    if new.train_steps > old.train_steps and old_step == old.train_steps:
+        return cfg.with_(restarts=old.restarts + (old.train_steps,))
+    raise ValueError(f"the run stopped at step {old_step} of {old.train_steps}; finish it with train_steps = "
+                     f"{old.train_steps} before extending it to {new.train_steps}")
+
+
 @dataclass
 class TrainResult:
     model: Transformer
     step: int  # optimizer steps done
     losses: list = field(default_factory=list)  # training loss (nats/token) of every step done
-    history: list = field(default_factory=list)  # validation records {"step", "val_nll", "entropy_rate", "gap"}
-    val_nll: float = math.nan  # final validation NLL per token
+    history: list = field(default_factory=list)  # validation records (see ``_evaluate``)
+    val_nll: float = math.nan  # final validation NLL per token (the NELBO for an MDM)
+    val_exact_nll: float = math.nan  # mean exact -ln q(x)/L of the same validation sequences
+    val_gap: float = math.nan  # paired mean of (model NLL - exact -ln q(x)) / L
+    val_gap_ci: tuple = (math.nan, math.nan)
     entropy_rate: float = math.nan
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall time of this call
+    cpu_seconds: float = 0.0  # user + system CPU time of training, summed over resumes
     checkpoint: str | None = None
     rank: int = 0  # this process's rank under torchrun (0 in a single process)
     config: TrainConfig | None = None
 
     def summary(self) -> dict:
         return {"config": None if self.config is None else self.config.to_dict(),
-                "step": self.step, "val_nll": self.val_nll, "entropy_rate": self.entropy_rate,
-                "gap": self.val_nll - self.entropy_rate, "final_train_loss": self.losses[-1] if self.losses else None,
-                "parameters": self.model.num_parameters(), "seconds": self.seconds, "checkpoint": self.checkpoint,
-                "history": self.history}
+                "step": self.step, "val_nll": self.val_nll, "val_exact_nll": self.val_exact_nll,
+                "val_gap": self.val_gap, "val_gap_ci": list(self.val_gap_ci), "entropy_rate": self.entropy_rate,
+                "final_train_loss": self.losses[-1] if self.losses else None,
+                "parameters": self.model.num_parameters(), "seconds": self.seconds, "cpu_seconds": self.cpu_seconds,
+                "torch_threads": torch.get_num_threads(), "checkpoint": self.checkpoint, "history": self.history}
 
 
 @torch.no_grad()
-def validation_nll(model: Transformer, val: torch.Tensor, seed: int, t_min: float, batch: int = 256) -> float:
-    """Per-token validation NLL in nats (the NELBO for an MDM, with noise fixed by the seed)."""
+def sequence_nll(model: Transformer, val: torch.Tensor, seed: int, draws: int = 8, batch: int = 256) -> np.ndarray:
+    """Per-sequence validation NLL per token, float64 (n,): exact for an AR model, the NELBO estimate for an MDM.
+
+    For an MDM every sequence gets ``draws`` mask draws (:func:`mdmt.empirical.model.count_noise`)
+    whose counts are stratified over 1..L; the masks are fixed by ``seed``.
+    """
     n, L = val.shape
     device = next(model.parameters()).device
-    t, mask = diffusion_noise(n, L, torch.Generator().manual_seed(seed_of(seed, 4)), t_min)
     was = model.training
     model.eval()
-    total = 0.0
-    for s in range(0, n, batch):
-        xb = val[s:s + batch].to(device)
-        with autocast(device):
-            if model.cfg.causal:
-                loss = ar_loss(model, xb)
-            else:
-                loss = mdm_loss(model, xb, t[s:s + batch].to(device), mask[s:s + batch].to(device))
-        total += float(loss.double().sum())
+    out = np.zeros(n)
+    gen = torch.Generator().manual_seed(seed_of(seed, 4))
+    u0 = torch.rand(n, generator=gen, dtype=torch.float64)
+    for k in range(1 if model.cfg.causal else draws):
+        if not model.cfg.causal:
+            m, mask = count_noise(n, L, gen, u=(u0 + k) / draws)
+        for s in range(0, n, batch):
+            xb = val[s:s + batch].to(device)
+            with autocast(device):
+                if model.cfg.causal:
+                    loss = ar_loss(model, xb)
+                else:
+                    loss = mdm_loss_count(model, xb, m[s:s + batch].to(device), mask[s:s + batch].to(device))
+            out[s:s + batch] += loss.double().cpu().numpy()
     model.train(was)
-    return total / (n * L)
+    return out / (L * (1 if model.cfg.causal else draws))
+
+
+def paired_gap(model_nll: np.ndarray, exact_nll: np.ndarray, level: float = 0.95) -> dict:
+    """Mean of model NLL minus exact -ln q(x) over the same sequences (per token), with its Student-t interval."""
+    m, lo, hi = mean_interval(np.asarray(model_nll) - np.asarray(exact_nll), level)
+    return {"gap": m, "ci": [lo, hi], "model_nll": float(np.mean(model_nll)), "exact_nll": float(np.mean(exact_nll)),
+            "num": int(len(model_nll))}
 
 
 def load_model(path: str | os.PathLike, device="cpu") -> Transformer:
-    """The trained network stored in a checkpoint written by :func:`train`."""
-    state = torch.load(path, map_location=device, weights_only=False)
+    """The trained network stored in a checkpoint written by :func:`train` (digest checked, weights only)."""
+    state = load_checkpoint(path)
+    if state.get("format") != FORMAT:
+        raise ValueError(f"checkpoint {path} has format {state.get('format')!r}; this mdmt reads format {FORMAT}")
     model = Transformer(TrainConfig.from_dict(state["config"]).model).to(device)
     model.load_state_dict(state["model"])
     return model.eval()
 
 
+def load_run(path: str | os.PathLike) -> tuple[Transformer, TrainConfig, dict]:
+    """(model, configuration, checkpoint state) of a checkpoint written by :func:`train`."""
+    model = load_model(path)
+    state = load_checkpoint(path)
+    return model, TrainConfig.from_dict(state["config"]), state
+
+
+def _finite(model: torch.nn.Module) -> bool:
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+
+
+class _Signals:
+    """SIGINT/SIGTERM set a flag (checked after every step) instead of killing the run mid-write."""
+
+    def __init__(self):
+        self.caught: int | None = None
+        self.old = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        self.caught = signum
+
+    def __exit__(self, *exc):
+        for sig, handler in self.old.items():
+            signal.signal(sig, handler)
+        return False
+
+
 def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_path: str | os.PathLike | None = None,
           resume: bool = False, stop_at: int | None = None, device=None, progress: bool = True) -> TrainResult:
-    """Train (or resume) the MDM (``cfg.model.causal`` False) or AR model of ``cfg``.
+    """Train (or resume, or extend) the MDM (``cfg.model.causal`` False) or AR model of ``cfg``.
 
     ``language``: the language object (default: built from ``cfg.language``).  ``data``: a stored
     (train, val) pair (:mod:`mdmt.empirical.data`) to train on instead of fresh draws from the
     language: batches are read by :func:`data_rows_at` and ``val`` is the validation set
-    (``cfg.val_size`` is then unused).  The language still gives the entropy rate.
+    (``cfg.val_size`` is then unused).  The language still scores the validation set.
 
-    ``ckpt_path``: checkpoint written every ``cfg.ckpt_every`` steps, at the end, and when stopping
-    at ``stop_at`` (a step count; the learning-rate schedule still runs to ``cfg.train_steps``).
-    ``resume``: continue from ``ckpt_path`` if it exists (ValueError if it was made with another
-    configuration, language or data set).
+    ``ckpt_path``: checkpoint written every ``cfg.checkpoint_every`` steps, at the end, on SIGINT
+    or SIGTERM, and when stopping at ``stop_at`` (a step count; the learning-rate schedule still
+    runs to ``cfg.train_steps``).  Its folder is checked for writing before training starts.
+    Without ``resume`` an existing checkpoint is not overwritten (ValueError).  ``resume``:
+    continue from ``ckpt_path`` if it exists (ValueError if it was made with another
+    configuration, language or data set); a finished run asked for more ``train_steps`` is
+    extended (module docstring).
     """
     if not isinstance(cfg, TrainConfig):
         raise ValueError(f"train needs a TrainConfig, got {type(cfg).__name__}")
@@ -284,44 +456,61 @@ def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_pa
         if cfg.language is None:
             raise ValueError("give a language object or a TrainConfig with a language SPEC")
         language = language_from_spec(cfg.language)
-    model_cfg = cfg.model
-    steps, batch, lr, seed, t_min = cfg.train_steps, cfg.batch, cfg.lr, cfg.seed, cfg.t_min
-    if language.n_symbols != model_cfg.vocab_size:
-        raise ValueError(f"the language has V = {language.n_symbols} tokens but the model's vocab_size is {model_cfg.vocab_size}")
+    if language.n_symbols != cfg.model.vocab_size:
+        raise ValueError(f"the language has V = {language.n_symbols} tokens but the model's vocab_size is "
+                         f"{cfg.model.vocab_size}")
     ddp = _Dist(device)
     device = ddp.device
-    if batch % ddp.world:
-        raise ValueError(f"batch = {batch} is not a multiple of the world size {ddp.world}")
-    L = model_cfg.seq_len
-    eval_every = cfg.eval_every or max(1, steps // 10)
-    settings = {"config": cfg.to_dict(), "language_digest": language_digest(language)}
+    if cfg.batch % ddp.world:
+        raise ValueError(f"batch = {cfg.batch} is not a multiple of the world size {ddp.world}")
+    L = cfg.model.seq_len
+    data_digests = None
     if data is not None:
         from .data import digest
 
-        data = _check_data(data, model_cfg.vocab_size, L)
-        settings["data_sha256"] = [digest(a) for a in data]
+        data = _check_data(data, cfg.model.vocab_size, L)
+        data_digests = [digest(a) for a in data]
+    ckpt = Path(ckpt_path) if ckpt_path is not None else None
+    state = None
+    if ckpt is not None:
+        if ddp.rank == 0:
+            check_writable(ckpt.parent, "checkpoint folder")
+        if ckpt.exists():
+            if not resume:
+                raise ValueError(f"{ckpt} already holds a checkpoint; resume it, or choose another path")
+            state = load_checkpoint(ckpt)
+            if state.get("format") != FORMAT:
+                raise ValueError(f"checkpoint {ckpt} has format {state.get('format')!r}; this mdmt resumes format "
+                                 f"{FORMAT}")
+            cfg = resumed_config(TrainConfig.from_dict(state["config"]), state["step"], cfg)
+
+    def settings_of(c: TrainConfig) -> dict:
+        s = {"config": c.to_dict(), "language_digest": language_digest(language)}
+        if data_digests is not None:
+            s["data_sha256"] = data_digests
+        return s
+
+    settings = settings_of(cfg)
+    if state is not None:
+        expected = dict(state["settings"], config=dict(state["settings"]["config"], train_steps=cfg.train_steps,
+                                                        restarts=list(cfg.restarts)))
+        if expected != settings:
+            diff = _differences(expected, settings)
+            raise ValueError(f"checkpoint {ckpt} was made with other settings ({', '.join(diff)} differ); "
+                             "use another path or start afresh")
 
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed_of(seed, 0))
-        model = Transformer(model_cfg)
+        torch.manual_seed(seed_of(cfg.seed, 0))
+        model = Transformer(cfg.model)
     model = model.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.999), weight_decay=0.0)
-    warmup = int(round(cfg.warmup_frac * steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, partial(cosine_with_warmup, total=steps, warmup=warmup))
-    step, losses, history = 0, [], []
-    ckpt = Path(ckpt_path) if ckpt_path is not None else None
-    if resume and ckpt is not None and ckpt.exists():
-        st = torch.load(ckpt, map_location="cpu", weights_only=False)  # RNG states must stay CPU tensors
-        if st["settings"] != settings:
-            diff = _differences(st["settings"], settings)
-            raise ValueError(f"checkpoint {ckpt} was made with other settings ({', '.join(diff)} differ); "
-                             "use another path or resume=False")
-        model.load_state_dict(st["model"])
-        opt.load_state_dict(st["optimizer"])
-        sched.load_state_dict(st["scheduler"])
-        step, losses, history = st["step"], st["losses"], st["history"]
-        torch.set_rng_state(st["rng"]["torch"].cpu())
-        np.random.set_state(st["rng"]["numpy"])
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0)
+    step, losses, history, cpu_before = 0, [], [], 0.0
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        step, losses, history = int(state["step"]), list(state["losses"]), list(state["history"])
+        cpu_before = float(state.get("cpu_seconds", 0.0))
+        torch.set_rng_state(state["rng_torch"].cpu())
 
     net = model
     if ddp.on:
@@ -329,70 +518,118 @@ def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_pa
 
         net = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
 
+    cpu0 = None  # set when the training loop starts: setup (language tables, compilation) is not training
+    eval_cpu = [0.0]  # CPU time of the validations of this call: measurement, not training
+
+    def cpu_total() -> float:
+        return cpu_before + (time.process_time() - cpu0 - eval_cpu[0] if cpu0 is not None else 0.0)
+
     def save():
         if ckpt is None or ddp.rank != 0:
             ddp.barrier()
             return
-        ckpt.parent.mkdir(parents=True, exist_ok=True)
-        state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                 "step": step, "losses": losses, "history": history, "settings": settings,
-                 "config": cfg.to_dict(),
-                 "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state()}}
-        tmp = ckpt.with_name(ckpt.name + ".tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, ckpt)
+        if not _finite(model):
+            raise TrainingDiverged(f"non-finite parameters at step {step}; not saved")
+        save_checkpoint(ckpt, {"format": FORMAT, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                               "step": step, "losses": losses, "history": history, "settings": settings,
+                               "config": cfg.to_dict(), "cpu_seconds": cpu_total(),
+                               "rng_torch": torch.get_rng_state()})
         ddp.barrier()
 
     from .metrics import entropy_rate
 
-    H = entropy_rate(language, L, seed=seed_of(seed, 5) % (2**32))["value"]
+    H = entropy_rate(language, L, seed=seed_of(cfg.seed, 5) % (2**32))["value"]
     if data is None:
-        val_rng = np.random.default_rng(np.random.SeedSequence([int(seed), 3]))
-        val = torch.as_tensor(np.asarray(language.sample(cfg.val_size, L, val_rng), dtype=np.int64))
+        val_rng = np.random.default_rng(np.random.SeedSequence([int(cfg.seed), 3]))
+        val_np = np.asarray(language.sample(cfg.val_size, L, val_rng), dtype=np.int64)
     else:
-        val = torch.as_tensor(data[1])
+        val_np = data[1]
+    exact = -language.score(val_np) / L  # (n,) exact -ln q(x)/L of the validation sequences
+    val = torch.as_tensor(val_np)
 
+    def evaluate(final: bool) -> dict:
+        """Paired validation gap: every sequence with ``val_draws`` draws at the end, a quick look on the way."""
+        c = time.process_time()
+        n, draws = (len(val), cfg.val_draws) if final else (min(len(val), QUICK_VAL), min(cfg.val_draws, 2))
+        g = paired_gap(sequence_nll(model, val[:n], cfg.seed, draws), exact[:n])
+        eval_cpu[0] += time.process_time() - c
+        if not math.isfinite(g["model_nll"]):
+            raise TrainingDiverged(f"validation NLL is {g['model_nll']} at step {step}")
+        return {"step": step, "train_loss": losses[-1] if losses else None, "val_nll": g["model_nll"],
+                "val_exact_nll": g["exact_nll"], "val_gap": g["gap"], "val_gap_ci": g["ci"], "val_num": n,
+                "val_draws": draws, "entropy_rate": H,
+                "lr": cfg.lr * lr_factor(max(step - 1, 0), cfg.train_steps, cfg.warmup_frac, cfg.restarts),
+                "cpu_seconds": cpu_total()}
+
+    steps = cfg.train_steps
+    eval_every = cfg.eval_every or max(1, steps // 10)
     bar = None
     if progress and ddp.rank == 0:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=steps, initial=step, desc=f"train {'AR' if model_cfg.causal else 'MDM'}", dynamic_ncols=True, leave=False)
-    t0 = time.perf_counter()
+        bar = tqdm(total=steps, initial=step, desc=f"train {'AR' if cfg.model.causal else 'MDM'}", dynamic_ncols=True,
+                   leave=False)
+    t0, cpu0 = time.perf_counter(), time.process_time()
     model.train()
     end = steps if stop_at is None else min(steps, int(stop_at))
-    while step < end:
-        xb = (batch_at(language, seed, step, batch, L) if data is None
-              else data[0][data_rows_at(len(data[0]), seed, step, batch)])
-        xb = ddp.shard(torch.as_tensor(xb)).to(device)  # (B / world, L)
-        with autocast(device):
-            if model_cfg.causal:
-                loss = ar_loss(net, xb).mean() / L
-            else:
-                t, mask = diffusion_noise(batch, L, torch.Generator().manual_seed(seed_of(seed, 2, step)), t_min)
-                loss = mdm_loss(net, xb, ddp.shard(t).to(device), ddp.shard(mask).to(device)).mean() / L
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
-        sched.step()
-        step += 1
-        losses.append(ddp.mean(loss.detach()))
-        if step % eval_every == 0 or step == steps:
-            v = validation_nll(model, val, seed, t_min)
-            history.append({"step": step, "train_loss": losses[-1], "val_nll": v, "entropy_rate": H, "gap": v - H,
-                            "lr": sched.get_last_lr()[0]})
+    last_saved = step if state is not None else None
+    with _Signals() as signals:
+        while step < end:
+            for group in opt.param_groups:
+                group["lr"] = cfg.lr * lr_factor(step, steps, cfg.warmup_frac, cfg.restarts)
+            xb = (batch_at(language, cfg.seed, step, cfg.batch, L) if data is None
+                  else data[0][data_rows_at(len(data[0]), cfg.seed, step, cfg.batch)])
+            xb = ddp.shard(torch.as_tensor(xb)).to(device)  # (B / world, L)
+            gen = torch.Generator().manual_seed(seed_of(cfg.seed, 2, step))
+            with autocast(device):
+                if cfg.model.causal:
+                    loss = ar_loss(net, xb).mean() / L
+                elif cfg.estimator == "count":
+                    m, mask = count_noise(cfg.batch, L, gen)
+                    loss = mdm_loss_count(net, xb, ddp.shard(m).to(device), ddp.shard(mask).to(device)).mean() / L
+                else:
+                    t, mask = diffusion_noise(cfg.batch, L, gen, cfg.t_min)
+                    loss = mdm_loss(net, xb, ddp.shard(t).to(device), ddp.shard(mask).to(device)).mean() / L
+            value = ddp.mean(loss.detach())
+            if not math.isfinite(value):
+                raise TrainingDiverged(_diverged("training loss", value, step + 1, cfg, ckpt, last_saved))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip if cfg.grad_clip > 0 else math.inf)
+            if not math.isfinite(float(norm)):
+                raise TrainingDiverged(_diverged("gradient norm", float(norm), step + 1, cfg, ckpt, last_saved))
+            opt.step()
+            step += 1
+            losses.append(value)
+            if step % eval_every == 0 or step == steps:
+                history.append(evaluate(step == steps))
+                if bar is not None:
+                    h = history[-1]
+                    bar.set_postfix(loss=f"{value:.4f}", val=f"{h['val_nll']:.4f}", gap=f"{h['val_gap']:+.4f}")
             if bar is not None:
-                bar.set_postfix(loss=f"{losses[-1]:.4f}", val=f"{v:.4f}", H=f"{H:.4f}")
-        if bar is not None:
-            bar.update(1)
-        if cfg.ckpt_every and step % cfg.ckpt_every == 0 and step < end:
-            save()
+                bar.update(1)
+            if signals.caught is not None:
+                save()
+                if bar is not None:
+                    bar.close()
+                where = f"; checkpoint {ckpt} written, resume to continue" if ckpt is not None else ""
+                raise TrainingInterrupted(f"stopped by {signal.Signals(signals.caught).name} after step {step}{where}")
+            if step % cfg.checkpoint_every == 0 and step < end:
+                save()
+                last_saved = step
     if bar is not None:
         bar.close()
-    v = history[-1]["val_nll"] if history and history[-1]["step"] == step else validation_nll(model, val, seed, t_min)
+    final = history[-1] if history and history[-1]["step"] == step == steps else evaluate(True)
     save()
     model.eval()
-    return TrainResult(model=model, step=step, losses=losses, history=history, val_nll=v, entropy_rate=H,
-                       seconds=time.perf_counter() - t0, checkpoint=None if ckpt is None else str(ckpt),
-                       rank=ddp.rank, config=cfg)
+    return TrainResult(model=model, step=step, losses=losses, history=history, val_nll=final["val_nll"],
+                       val_exact_nll=final["val_exact_nll"], val_gap=final["val_gap"],
+                       val_gap_ci=tuple(final["val_gap_ci"]), entropy_rate=H, seconds=time.perf_counter() - t0,
+                       cpu_seconds=cpu_total(), checkpoint=None if ckpt is None else str(ckpt), rank=ddp.rank,
+                       config=cfg)
+
+
+def _diverged(what: str, value: float, step: int, cfg: TrainConfig, ckpt, last_saved) -> str:
+    kept = (f"; the last good checkpoint (step {last_saved}) is kept in {ckpt}" if ckpt is not None and last_saved
+            else "; no checkpoint was written")
+    return f"{what} is {value} at step {step} (lr {cfg.lr:g}): training stopped{kept}"

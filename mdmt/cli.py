@@ -31,6 +31,7 @@ COMMANDS = {
     "curve": ("mdmt.commands.curve", "bound curves for TER and SER and the step counts they imply"),
     "data": ("mdmt.commands.data", "seeded train/validation sets of a language, stored and verified on disk"),
     "train": ("mdmt.commands.train", "train an MDM or autoregressive transformer on a language"),
+    "evaluate": ("mdmt.commands.evaluate", "score a trained network: validation gap, learning error, SER, perplexity"),
     "figure1": ("mdmt.commands.figure1", "Figure 1: TER/SER against sampling steps for trained and oracle MDMs and AR"),
     "speed": ("mdmt.commands.speed", "time MDM sampling against autoregressive generation with a KV cache"),
     "atlas": ("mdmt.commands.atlas", "exact KL of each reverse process beside the chain, Li-Cai, TC/DTC, ParallelBench bounds"),

@@ -26,7 +26,9 @@ def run(capsys, argv):
 def run_json(capsys, argv):
     status, out, err = run(capsys, argv + ["--json"])
     assert status == 0, err
-    return json.loads(out)
+    doc = json.loads(out)
+    assert doc.pop("provenance")["command"]  # every JSON output carries its provenance; a list comes as "rows"
+    return doc["rows"] if set(doc) == {"rows"} else doc
 
 
 def write_sequences(path, rows):
@@ -195,7 +197,8 @@ def test_malformed_language_file_is_one_error_line(tmp_path, capsys):
 
 def test_print_json_maps_non_finite_numbers_to_null(capsys):
     print_json({"a": float("inf"), "b": np.float64("nan"), "c": np.arange(2), "d": np.bool_(True), 3: [-np.inf, 1.5]})
-    assert json.loads(capsys.readouterr().out) == {"a": None, "b": None, "c": [0, 1], "d": True, "3": [None, 1.5]}
+    doc = json.loads(capsys.readouterr().out)
+    assert doc.pop("provenance")["commit"] and doc == {"a": None, "b": None, "c": [0, 1], "d": True, "3": [None, 1.5]}
 
 
 def test_python_m_mdmt(tmp_path):
@@ -209,7 +212,7 @@ def test_python_m_mdmt(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     # l = 3: token bits (c_ab) MSB-first; 000 and 333 are consistent, 001 is not (c_12 = 0 at position 1, 1 at position 2)
-    assert [r["in_support"] for r in json.loads(p.stdout)] == [True, False, True]
+    assert [r["in_support"] for r in json.loads(p.stdout)["rows"]] == [True, False, True]
 
 
 def test_sample_out_is_read_back_by_score(tmp_path, capsys):
@@ -220,7 +223,7 @@ def test_sample_out_is_read_back_by_score(tmp_path, capsys):
     assert lines[0] == "# mdmt sample --language preset:2gram-ter --length 6 --steps 3 --num 4 --seed 0 --schedule linear"
     assert np.loadtxt(out, dtype=int).shape == (4, 6)  # NumPy skips the header too
     capsys.readouterr()
-    res = run_json(capsys, ["score", "--language", "preset:2gram-ter", "--sequences", str(out)])
+    res = run_json(capsys, ["score", "--language", "preset:2gram-ter", "--sequences", str(out)])["rows"]
     X = np.loadtxt(out, dtype=np.int64)
     assert [r["log_likelihood"] for r in res] == pytest.approx(preset("2gram-ter").score(X).tolist(), rel=1e-12)
 

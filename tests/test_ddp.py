@@ -13,6 +13,8 @@ torch = pytest.importorskip("torch")
 if not torch.distributed.is_available():
     pytest.skip("torch.distributed is not available in this build", allow_module_level=True)
 
+from mdmt.empirical.checkpoint import load_checkpoint  # noqa: E402
+
 
 WORKER = textwrap.dedent("""
     import sys
@@ -46,9 +48,9 @@ def test_torchrun_two_ranks_match_one_process_and_resume(tmp_path, kind):
 
     ckpt = tmp_path / "ddp.pt"
     _torchrun(tmp_path, kind, ckpt, 5)  # stopped after 5 of 8 steps ...
-    assert torch.load(ckpt, weights_only=False)["step"] == 5
+    assert load_checkpoint(ckpt)["step"] == 5
     _torchrun(tmp_path, kind, ckpt, 8)  # ... and resumed under torchrun
-    ddp = torch.load(ckpt, weights_only=False)
+    ddp = load_checkpoint(ckpt)
 
     model = ModelConfig.preset("tiny", 8, seq_len=16, causal=kind == "ar")
     single = train(TrainConfig(model=model, language="preset:2gram-ter", train_steps=8, batch=8, seed=5), device="cpu",
@@ -82,4 +84,4 @@ def test_cli_train_under_torchrun_reports_once(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count("4/4 steps") == 1  # rank 0 alone reports
     assert (tmp_path / "run" / "summary.json").exists()
-    assert torch.load(tmp_path / "run" / "ckpt.pt", weights_only=False)["step"] == 4
+    assert load_checkpoint(tmp_path / "run" / "ckpt.pt")["step"] == 4

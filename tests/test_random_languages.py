@@ -28,7 +28,7 @@ def test_presets_have_the_table1_parameters():
         assert (p.n, p.n_states, p.temperature, p.threshold, p.vocab_size) == (n, states, temp, thr, 8)
         ter = PRESETS[name + "-ter"]
         assert dataclasses.replace(ter, name=name, threshold=thr) == p and ter.threshold == 0.0
-    assert set(PRESETS) == set(BASE_PRESETS) | {b + "-ter" for b in BASE_PRESETS}
+    assert set(PRESETS) == set(BASE_PRESETS) | {b + "-ter" for b in BASE_PRESETS} | {"hmm-sparse"}
     with pytest.raises(dataclasses.FrozenInstanceError):
         PRESETS["hmm"].threshold = 0.5
 

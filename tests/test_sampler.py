@@ -70,3 +70,78 @@ def test_sample_metrics_keys_and_infinite_perplexity_note():
     inside = res.samples[lang.in_support(res.samples)]
     clean = sample_metrics(lang, inside)
     assert clean["ser"] == 0 and perplexity_note(clean) is None and np.isfinite(clean["gen_perplexity"])
+
+
+# ----------------------------------------------------------------------------- the segment kernel
+SEGMENT_CASES = {  # pruned n-grams (strict supports: contexts with q(x_U) = 0 occur), the interval HMM (cuts)
+    "2gram": (lambda: random_ngram(2, 3, 2.0, 0.1, seed=0), 30),
+    "3gram": (lambda: random_ngram(3, 3, 2.0, 0.1, seed=4), 30),
+    "4gram": (lambda: random_ngram(4, 2, 2.0, 0.1, seed=2), 31),
+    "interval3": (lambda: interval_hmm(3), 30),
+    "hmm": (lambda: random_hmm(5, 3, 2.0, 0.1, seed=3), 25),
+}
+
+
+@pytest.mark.parametrize("name", SEGMENT_CASES)
+@pytest.mark.parametrize("N", [1, 7, 60])
+def test_segment_kernel_draws_the_samples_of_the_full_message_kernel(name, N):
+    """Recomputing only the segments a reveal can change keeps the law: the same seed gives the same samples."""
+    make, L = SEGMENT_CASES[name]
+    lang = make()
+    pi = np.full(N, 1 / N)
+    seg = sample_mdm(lang, L, pi, 400, seed=N, method="segments")
+    ref = sample_mdm(lang, L, pi, 400, seed=N, method="kernel")
+    assert seg.method == "segments" and ref.method == "kernel"
+    np.testing.assert_array_equal(seg.samples, ref.samples)
+    np.testing.assert_array_equal(seg.nfe, ref.nfe)
+    if N == 7 and name != "hmm":  # the strict supports are really left (the uniform continuation is exercised)
+        assert not lang.in_support(ref.samples).all()
+
+
+@pytest.mark.parametrize("make", [lambda q: TemperedOracle(q, 0.6), lambda q: UniformMixture(q, 0.2)])
+def test_segment_kernel_runs_the_oracle_transforms_and_scores(make):
+    lang = random_ngram(3, 3, 2.0, 0.1, seed=4)
+    pi = np.full(9, 1 / 9)
+    den = make(lang)
+    seg = sample_mdm(lang, 24, pi, 300, denoiser=den, seed=2, method="segments")
+    np.testing.assert_array_equal(seg.samples, sample_mdm(lang, 24, pi, 300, denoiser=den, seed=2, method="kernel").samples)
+    from mdmt.constructions.reverse.sampler import assignment_log_ratio
+
+    x = lang.sample(200, 24, seed=3)
+    a = assignment_log_ratio(lang, x, pi, den, seed=5, method="segments")
+    b = assignment_log_ratio(lang, x, pi, den, seed=5, method="kernel")
+    np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+
+
+def test_auto_uses_separators_where_the_language_has_them():
+    from mdmt.constructions.reverse.sampler import _cut_states, _kernel_model
+
+    pi = np.full(4, 0.25)
+    assert sample_mdm(random_ngram(3, 3, 2.0, 0.0, seed=0), 12, pi, 2, seed=0).method == "segments"
+    assert sample_mdm(interval_hmm(3), 12, pi, 2, seed=0).method == "segments"
+    assert sample_mdm(random_hmm(4, 3, 2.0, 0.0, seed=0), 12, pi, 2, seed=0).method == "kernel"
+    # the interval HMM forgets after the last position of every interval, and only there
+    model = _kernel_model(interval_hmm(3), 12, (0, 0.0))
+    assert np.flatnonzero(model.cut_state >= 0).tolist() == [2, 5, 8]
+    assert model.pin_run == 0 and _kernel_model(random_ngram(4, 2, 2.0, 0.0), 12, (0, 0.0)).pin_run == 3
+    assert (_cut_states(np.full((3, 3), 1 / 3), np.full((5, 3), 1 / 3)) == 0).sum() == 4  # i.i.d. tokens: cut everywhere
+
+
+@pytest.mark.parametrize("corrupt, message", [
+    (lambda P: np.where(np.arange(P.shape[1])[None, :, None] == 3, np.nan, P), "contains NaN"),
+    (lambda P: P - 0.5 * (np.arange(P.shape[1])[None, :, None] == 3), "negative probability"),
+    (lambda P: P * (1 + (np.arange(P.shape[1])[None, :, None] == 3)), "sum to 2"),
+])
+def test_samplers_refuse_a_denoiser_that_returns_no_probability_law(corrupt, message):
+    """A NaN row would always draw token 0 and a negative one a wrong token: both are refused, naming the place."""
+    lang = random_hmm(4, 3, 2.0, 0.0, seed=0)
+
+    def bad(X):
+        return corrupt(lang.posterior_marginals(X, off_support="uniform"))
+
+    with pytest.raises(ValueError, match=rf"invalid law at sequence \d+, position 3 \(step \d+\): .*{message}"):
+        sample_mdm(lang, 6, np.full(2, 0.5), 20, denoiser=bad, seed=0)
+    from mdmt.empirical.sampling import ddpm_cache
+
+    with pytest.raises(ValueError, match=rf"invalid law at sequence \d+, position 3 \(step \d+\): .*{message}"):
+        ddpm_cache(bad, 20, 6, np.full(2, 0.5), seed=0)

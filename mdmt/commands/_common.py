@@ -137,9 +137,21 @@ def clean(obj):
     return obj
 
 
+def with_provenance(obj):
+    """``obj`` with the provenance block of this command (:func:`mdmt.provenance.record`) under ``"provenance"``.
+
+    A dict gets the key (unless it already has one); a list is wrapped as ``{"rows": [...], "provenance": ...}``.
+    """
+    from mdmt.provenance import record
+
+    if isinstance(obj, dict):
+        return obj if "provenance" in obj else {**obj, "provenance": record()}
+    return {"rows": obj, "provenance": record()}
+
+
 def print_json(obj) -> None:
-    """Print exactly one JSON document (inf and nan become null)."""
-    json.dump(clean(obj), sys.stdout, indent=1, allow_nan=False)
+    """Print exactly one JSON document, with the provenance block (inf and nan become null)."""
+    json.dump(clean(with_provenance(obj)), sys.stdout, indent=1, allow_nan=False)
     sys.stdout.write("\n")
 
 
@@ -165,4 +177,5 @@ def print_quantities(out: dict, as_json: bool) -> None:
     if as_json:
         print_json(out)
     else:
-        print(format_table(["quantity", "value"], [[k, v] for k, v in out.items()]))
+        print(format_table(["quantity", "value"], [[k, clean(v) if isinstance(v, (list, tuple)) else v]
+                                                   for k, v in out.items()]))

@@ -1,18 +1,22 @@
-"""``mdmt figure1``: Figure 1 of the paper -- TER and SER of trained and oracle MDMs against N, with AR beside.
+"""``mdmt figure1``: Figure 1 of the paper -- TER and SER of MDMs against the steps N, at several lengths L.
 
-For each TER language (threshold-0 n-gram presets) the panel shows the generative perplexity of
-samples from the trained MDM and from the oracle MDM at N = 8 ... 2048 ddpm_cache steps, the AR
-model's, and the true perplexity exp(H/L); for each SER language (pruned presets, and
-``interval:l``, the Theorem 4.4 counterexample HMM with interval length l) the sequence
-error rate.  Every point is stored as it is computed and training checkpoints as they are
-written, so an interrupted run resumes where it stopped: run the same command again.
-Outputs in ``--out``: figure1.csv, figure1.png, figure1.json (rows, per-language training
-numbers, measured learning error, provenance) and figure1.md (the tables).
+For each TER language (threshold-0 n-gram presets) the figure shows the TER gap
+ln(generative perplexity) - H/L of samples from the oracle MDM at N = 8 ... 4096 ddpm_cache
+steps for every length of ``--lengths``, and from the MDM and its AR twin trained at ``--length``;
+for each SER language (pruned presets, ``hmm-sparse``, and ``interval:l``, the Theorem 4.4
+counterexample HMM) the sequence error rate, with the exact oracle SER of the interval HMM
+beside its Monte Carlo value.  A third row plots, against L, the smallest N at which the oracle
+reaches TER gap <= 0.05 nats/token or SER <= 0.1 (flat for TER, growing for SER), with the exact
+values where a closed form exists.  Every point is stored as it is computed and training
+checkpoints as they are written, so an interrupted run resumes where it stopped: run the same
+command again.  Outputs in ``--out``: figure1.csv, figure1.png, figure1.json (rows, per-language
+training numbers, measured learning error, steps to target, provenance) and figure1.md.
 """
 
 from __future__ import annotations
 
-from ._common import add_json, add_length, add_model, add_schedule, add_seed, add_steps, int_list, names, print_json
+from ._common import (add_json, add_length, add_model, add_schedule, add_seed, add_steps, at_least, int_list, names,
+                      print_json)
 
 HELP = "Figure 1: TER/SER vs sampling steps N for trained and oracle MDMs and AR (CSV + PNG, resumable)"
 
@@ -23,23 +27,29 @@ def add_arguments(p):
     p.add_argument("--ter-languages", default="preset:2gram-ter,preset:3gram-ter,preset:4gram-ter", metavar="SPEC,...",
                    help="comma-separated language SPECs for the perplexity panels "
                         "(default preset:2gram-ter,preset:3gram-ter,preset:4gram-ter)")
-    p.add_argument("--ser-languages", default="preset:hmm,preset:3gram,interval:4", metavar="SPEC,...",
+    p.add_argument("--ser-languages", default="preset:hmm-sparse,preset:3gram,interval:4", metavar="SPEC,...",
                    help="comma-separated language SPECs for the SER panels, interval:l for the Theorem 4.4 "
-                        "counterexample (default preset:hmm,preset:3gram,interval:4; '' for none)")
-    add_steps(p, required=False, default="8,16,32,64,128,256,512,1024,2048", many=True)
+                        "counterexample (default preset:hmm-sparse,preset:3gram,interval:4; '' for none)")
+    add_steps(p, required=False, default="8,16,32,64,128,256,512,1024,2048,4096", many=True)
+    p.add_argument("--lengths", default="64,128,256,512", metavar="L,L,...",
+                   help="comma-separated lengths L of the oracle curves (default 64,128,256,512)")
     p.add_argument("--kinds", default="oracle,mdm,ar",
                    help="curves to compute in this run: any of oracle,mdm,ar (default all); "
                         "the figure shows every point present in --out")
-    add_length(p, required=False, help="sequence length L (default: the architecture's)")
-    p.add_argument("--train-steps", type=int, default=None, help="optimizer steps per model (default: the architecture's scale)")
-    p.add_argument("--batch", type=int, default=None, help="training and sampling batch (default: the scale's)")
-    p.add_argument("--lr", type=float, default=None,
-                   help="peak learning rate (default: the scale's, 1e-3 for tiny and 3e-4 for paper)")
+    add_length(p, required=False, help="sequence length L of the trained networks (default: the architecture's)")
+    p.add_argument("--train-steps", type=int, default=None,
+                   help="optimizer steps per model (default: the architecture's recipe)")
+    p.add_argument("--batch", type=int, default=None, help="training and sampling batch (default: the recipe's)")
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the recipe's)")
+    p.add_argument("--estimator", choices=("count", "time"), default=None,
+                   help="NELBO estimator of the MDM's training (default: the recipe's)")
     p.add_argument("--num", "-M", type=int, default=None, help="number of samples per point (default: the scale's)")
     p.add_argument("--learning-error-num", type=int, default=None,
                    help="sequences for the measured learning error and the AR KL (default: the scale's)")
     add_schedule(p)
     add_seed(p, what=" of training, sampling and measurement")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="train the networks in this many processes, one torch thread each (default 1)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_json(p)
@@ -50,15 +60,18 @@ def run(args) -> int:
     from pathlib import Path
 
     from mdmt.empirical.experiments import Figure1, Figure1Config, markdown_tables
-    from mdmt.empirical.provenance import describe, record
+    from mdmt.provenance import describe, record
 
     cfg = Figure1Config(model=args.model, ter_languages=names(args.ter_languages), ser_languages=names(args.ser_languages),
-                        steps=tuple(int_list("--steps", args.steps)), kinds=names(args.kinds), length=args.length,
-                        train_steps=args.train_steps, batch=args.batch, lr=args.lr, num=args.num,
-                        learning_error_num=args.learning_error_num, seed=args.seed, schedule=args.schedule)
+                        steps=tuple(int_list("--steps", args.steps)), lengths=tuple(int_list("--lengths", args.lengths)),
+                        kinds=names(args.kinds), length=args.length, train_steps=args.train_steps, batch=args.batch,
+                        lr=args.lr, estimator=args.estimator, num=args.num, learning_error_num=args.learning_error_num,
+                        seed=args.seed, schedule=args.schedule)
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print
     prov = record()
-    fig = Figure1(cfg, args.out, device=args.device, progress=not args.no_progress, log=log, provenance=prov)
+    at_least("--jobs", args.jobs)
+    fig = Figure1(cfg, args.out, device=args.device, progress=not args.no_progress, log=log, provenance=prov,
+                  jobs=args.jobs)
     result = fig.run()
     md = markdown_tables(result)
     (Path(args.out) / "figure1.md").write_text(

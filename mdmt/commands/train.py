@@ -1,56 +1,111 @@
-"""``mdmt train``: train an MDM (continuous-time ELBO, SUBS) or its AR baseline on a language (Section 5.1, Appendix E.2).
+"""``mdmt train``: train an MDM (continuous-time NELBO, SUBS) or its AR baseline on a language (Section 5.1, Appendix E.2).
 
 Sequences are drawn from the language afresh at every step (a function of the seed and the
 step), or read from a stored set written by ``mdmt data`` (``--data FOLDER``: epochs of seeded
-permutations, the folder's validation set); the validation NLL per token is reported against the
-language's entropy rate.  The checkpoint ``OUT/ckpt.pt`` (the whole training configuration,
-model, optimizer, scheduler, RNG states, step) lets ``--resume`` continue a stopped run exactly;
-``OUT/summary.json`` holds the final numbers.
+permutations, the folder's validation set).  The defaults are the recipe of the architecture
+(``--model``; :data:`mdmt.empirical.train.RECIPES`).  Validation reports the paired gap: the
+model's NLL (the NELBO for an MDM) minus the exact -ln q(x) of the same validation sequences,
+per token, with its 95% interval.
+
+``OUT/ckpt.pt`` (digest in ``OUT/ckpt.pt.sha256``) is written every ``--ckpt-every`` steps, at
+the end, and on SIGINT/SIGTERM; ``--resume`` continues a stopped run exactly, and extends a
+finished one when ``--train-steps`` is larger (a new learning-rate cycle over the added steps).
+When resuming, settings not given on the command line are taken from the checkpoint.
+``OUT/summary.json`` holds the final numbers with their provenance (command, commit, machine,
+versions).  A bad ``--out`` is reported before training starts; a non-finite loss stops
+training with an error and keeps the last good checkpoint.
 """
 
 from __future__ import annotations
 
-from ._common import add_json, add_language, add_model, add_seed, at_least, clean, format_table, print_json
+from ._common import add_json, add_model, at_least, clean, format_table, print_json
 
-HELP = "train an MDM (ELBO, SUBS) or AR transformer on a language; checkpoint and --resume"
+HELP = "train an MDM (NELBO, SUBS) or AR transformer on a language; checkpoint, --resume, extend"
 
 
 def add_arguments(p):
-    src = p.add_mutually_exclusive_group(required=True)
+    src = p.add_mutually_exclusive_group()
     src.add_argument("--language", metavar="SPEC",
-                     help="language: preset:NAME[:SEED], interval:l or a language file")
+                     help="language: preset:NAME[:SEED], interval:l or a language file (with --resume: "
+                          "default the checkpoint's)")
     src.add_argument("--data", help="a stored data set (mdmt data): its language, L, training and validation sequences")
     add_model(p)
     p.add_argument("--ar", action="store_true", help="train the autoregressive baseline instead of the MDM")
     p.add_argument("--positions", default=None,
                    help="position encoding: rotary+learned (default), rotary or learned")
     p.add_argument("--length", "-L", type=int, default=None, help="sequence length L (default: the architecture's)")
-    p.add_argument("--train-steps", type=int, default=200, help="optimizer steps (default 200)")
-    p.add_argument("--batch", type=int, default=32, help="batch size (default 32)")
-    p.add_argument("--lr", type=float, default=3e-4, help="peak learning rate (default 3e-4)")
-    add_seed(p, what=" of initialization, data and noise")
+    p.add_argument("--train-steps", type=int, default=None,
+                   help="optimizer steps (default: the architecture's recipe; with --resume, more steps extend a "
+                        "finished run)")
+    p.add_argument("--batch", type=int, default=None, help="batch size (default: the recipe's)")
+    p.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the recipe's)")
+    p.add_argument("--estimator", choices=("count", "time"), default=None,
+                   help="NELBO estimator of the MDM: count (m masked positions, m uniform, weight L/m) or time "
+                        "(MDLM's t ~ U(0,1), weight 1/t) (default: the recipe's)")
+    p.add_argument("--seed", type=int, default=None, help="random seed of initialization, data and noise (default 0)")
+    p.add_argument("--ckpt-every", type=int, default=None, metavar="K",
+                   help="write the checkpoint every K steps (default: every train-steps/20)")
+    p.add_argument("--val-size", type=int, default=None, help="validation sequences (default 256)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--out", required=True, help="folder for ckpt.pt and summary.json")
-    p.add_argument("--resume", action="store_true", help="continue from OUT/ckpt.pt if it exists")
+    p.add_argument("--resume", action="store_true",
+                   help="continue OUT/ckpt.pt (or extend it to a larger --train-steps) if it exists")
     p.add_argument("--learning-error-num", type=int, default=0, metavar="NUM",
                    help="after training an MDM, measure its learning error on NUM sequences (default 0: no)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json(p)
 
 
+def _config(args, language: str, length: int, lang, resumed):
+    """The TrainConfig of the command line; with a checkpoint to resume, its settings fill what is not given."""
+    from mdmt.empirical.model import ModelConfig
+    from mdmt.empirical.train import RECIPES, TrainConfig
+
+    if resumed is not None:
+        base = resumed
+        model = base.model
+        if args.positions is not None:
+            model = model.with_(positions=args.positions)
+        if args.ar != model.causal:
+            raise ValueError(f"OUT holds the checkpoint of an {'AR' if model.causal else 'MDM'} model; "
+                             f"{'add' if model.causal else 'drop'} --ar")
+    else:
+        recipe = RECIPES[args.model]
+        base = TrainConfig(model=ModelConfig.preset(args.model, lang.n_symbols, seq_len=length, causal=args.ar),
+                           language=language, **recipe)
+        model = base.model if args.positions is None else base.model.with_(positions=args.positions)  # names the valid ones
+    changes = {k: v for k, v in (("train_steps", args.train_steps), ("batch", args.batch), ("lr", args.lr),
+                                 ("estimator", args.estimator), ("seed", args.seed), ("ckpt_every", args.ckpt_every),
+                                 ("val_size", args.val_size)) if v is not None}
+    if resumed is not None and args.language is not None:
+        changes["language"] = language
+    return base.with_(model=model, **changes)
+
+
 def run(args) -> int:
-    import json
+    import sys
     from pathlib import Path
 
     from mdmt.constructions.languages.spec import canonical_spec, language_from_spec
+    from mdmt.empirical.checkpoint import check_writable, load_checkpoint
     from mdmt.empirical.data import check_length
-    from mdmt.empirical.model import PRESETS, ModelConfig
-    from mdmt.empirical.train import TrainConfig, train
+    from mdmt.empirical.model import PRESETS
+    from mdmt.empirical.train import TrainConfig, TrainingInterrupted, train
+    from mdmt.provenance import record
 
-    at_least("--train-steps", args.train_steps)
-    at_least("--batch", args.batch)
-    at_least("--length", args.length)
-    at_least("--learning-error-num", args.learning_error_num, 0)
+    for flag, value, least in (("--train-steps", args.train_steps, 1), ("--batch", args.batch, 1),
+                               ("--length", args.length, 1), ("--learning-error-num", args.learning_error_num, 0),
+                               ("--seed", args.seed, 0), ("--ckpt-every", args.ckpt_every, 1),
+                               ("--val-size", args.val_size, 1)):
+        at_least(flag, value, least)
+    out = check_writable(args.out, "--out")
+    ckpt = out / "ckpt.pt"
+    resumed = None
+    if ckpt.exists():
+        if not args.resume:
+            raise ValueError(f"--out {out} already holds a training run (ckpt.pt); add --resume to continue or extend "
+                             "it, or choose another --out")
+        resumed = TrainConfig.from_dict(load_checkpoint(ckpt)["config"])  # refuses a damaged checkpoint
     data = None
     if args.data is not None:
         from mdmt.empirical.data import load, spec_of
@@ -61,37 +116,55 @@ def run(args) -> int:
             raise ValueError(f"--length {args.length} differs from the data set's L = {spec.length}")
         length, language = spec.length, spec.language
         data = (train_set, val_set)
-    else:
+    elif args.language is not None:
         language = canonical_spec(args.language)
-        length = args.length or PRESETS[args.model]["seq_len"]
+        length = args.length or (resumed.model.seq_len if resumed is not None else PRESETS[args.model]["seq_len"])
         check_length(language, length)
+    elif resumed is not None and resumed.language is not None:
+        language, length = resumed.language, resumed.model.seq_len
+    else:
+        raise ValueError("give --language SPEC or --data FOLDER (or --resume a run in --out)")
+    if resumed is not None and length != resumed.model.seq_len:
+        raise ValueError(f"--length {length} differs from the checkpoint's L = {resumed.model.seq_len}")
     lang = language_from_spec(language)
-    model = ModelConfig.preset(args.model, lang.n_symbols, seq_len=length, causal=args.ar)
-    if args.positions is not None:
-        model = model.with_(positions=args.positions)  # ValueError names the valid encodings
-    cfg = TrainConfig(model=model, language=language, train_steps=args.train_steps, batch=args.batch, lr=args.lr,
-                      seed=args.seed)
-    out = Path(args.out)
-    res = train(cfg, lang, data=data, ckpt_path=out / "ckpt.pt", resume=args.resume, device=args.device,
-                progress=not args.no_progress)
+    cfg = _config(args, language, length, lang, resumed)
+    try:
+        res = train(cfg, lang, data=data, ckpt_path=ckpt, resume=args.resume, device=args.device,
+                    progress=not args.no_progress)
+    except TrainingInterrupted as exc:
+        print(f"mdmt train: interrupted: {exc}", file=sys.stderr)
+        return 130
     if res.rank != 0:
         return 0  # under torchrun: rank 0 reports and writes summary.json
-    summary = {"language": language, "data": args.data, "kind": "ar" if args.ar else "mdm", "model": args.model,
+    summary = {"language": language, "data": args.data, "kind": "ar" if cfg.model.causal else "mdm",
                **res.summary()}
-    if args.learning_error_num and not args.ar:
+    if args.learning_error_num and not cfg.model.causal:
         from mdmt.constructions.reverse.learning import learning_error
         from mdmt.empirical.sampling import MDMDenoiser
 
         summary["learning_error"] = learning_error(lang, MDMDenoiser(res.model), length, method="monte_carlo",
-                                                   num=args.learning_error_num, seed=args.seed + 1)
-    (out / "summary.json").write_text(json.dumps(clean(summary), indent=1, allow_nan=False) + "\n")
+                                                   num=args.learning_error_num, seed=cfg.seed + 1)
+    summary["provenance"] = record()
+    _write_summary(Path(out) / "summary.json", summary)
     if args.json:
         print_json(summary)
         return 0
-    rows = [[r["step"], r["train_loss"], r["val_nll"], r["entropy_rate"], r["gap"]] for r in res.history]
-    print(format_table(["step", "train loss", "val NLL", "entropy rate", "gap"], rows))
-    print(f"{res.step}/{args.train_steps} steps, {res.model.num_parameters()} parameters, checkpoint {res.checkpoint}")
+    rows = [[r["step"], r["train_loss"], r["val_nll"], r["val_gap"], f"{r['val_gap_ci'][0]:+.4f}..{r['val_gap_ci'][1]:+.4f}",
+             r["cpu_seconds"]] for r in res.history]
+    print(format_table(["step", "train loss", "val NLL", "gap", "gap 95% CI", "CPU s"], rows))
+    print(f"{res.step}/{cfg.train_steps} steps, {res.model.num_parameters()} parameters, {res.cpu_seconds:.0f} CPU s "
+          f"of training; entropy rate {res.entropy_rate:.4f} nats/token; checkpoint {res.checkpoint}")
     if "learning_error" in summary:
         le = summary["learning_error"]
-        print(f"learning error (nats/token): mean {le['mean']:.4g}, q90 {le['q90']:.4g}, q99 {le['q99']:.4g}, max {le['max']:.4g}")
+        print(f"learning error (nats/token): mean {le['mean']:.4g} (95% CI {le['ci'][0]:.4g}..{le['ci'][1]:.4g}), "
+              f"q90 {le['q90']:.4g}, q99 {le['q99']:.4g}, max {le['max']:.4g}")
     return 0
+
+
+def _write_summary(path, summary: dict) -> None:
+    import json
+    import os
+
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(clean(summary), indent=1, allow_nan=False) + "\n")
+    os.replace(tmp, path)

@@ -1,8 +1,10 @@
-"""Provenance of a result: the command, the code's commit and the machine that produced it.
+"""Provenance of a result: the command, the code's commit, the machine and the library versions.
 
-Every experiment writes this record beside its numbers, so a table or plot in docs/results can
-be traced to ``mdmt <command>``, a commit (``+dirty`` when the working tree had changes) and a
-machine (CPU model and core count, memory, GPU, library versions).
+Every JSON document ``mdmt`` prints carries this record under ``"provenance"``, and every
+experiment writes it beside its numbers (``summary.json`` of ``mdmt train``, ``figure1.json``),
+so a table or plot in docs/results can be traced to ``mdmt <command>``, a commit (``+dirty``
+when the working tree had changes) and a machine (CPU model and core count, memory, GPU).
+Collecting it imports nothing heavy: library versions come from the installed metadata.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 
 def _git(*args: str) -> str | None:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parent
     try:
         out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
@@ -58,35 +60,46 @@ def _memory_gib() -> float | None:
     return None
 
 
+def versions() -> dict:
+    """Versions of Python, mdmt and the libraries its numbers depend on (from the installed metadata)."""
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for name in ("mdmt", "numpy", "scipy", "numba", "torch", "sympy"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def machine() -> dict:
-    """CPU, cores, memory, GPU (if torch sees one) and library versions."""
-    import numpy as np
-
-    info = {"cpu": _cpu_model(), "cores": os.cpu_count(), "memory_gib": _memory_gib(),
-            "python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform()}
-    try:
-        import torch
-
-        info["torch"] = torch.__version__
+    """CPU, cores, memory, platform and GPU (only if torch is already imported; it is not imported for this)."""
+    info = {"cpu": _cpu_model(), "cores": os.cpu_count(), "memory_gib": _memory_gib(), "platform": platform.platform(),
+            "gpu": None}
+    torch = sys.modules.get("torch")
+    if torch is not None:
         info["torch_threads"] = torch.get_num_threads()
-        info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    except ImportError:
-        info["gpu"] = None
+        try:
+            info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+        except Exception:  # a broken CUDA set-up must not break a result  # noqa: BLE001
+            info["gpu"] = None
     return info
 
 
 def record(argv: list[str] | None = None) -> dict:
-    """{'command', 'commit', 'machine', 'started'} for the running command."""
+    """{'command', 'commit', 'machine', 'versions', 'started'} for the running command."""
     argv = sys.argv if argv is None else argv
     prog = "mdmt" if argv and Path(argv[0]).name in ("mdmt", "__main__.py", "cli.py") else (argv[0] if argv else "")
     return {"command": " ".join([prog, *map(shlex.quote, argv[1:])]) if argv else "",
-            "commit": commit(), "machine": machine(),
+            "commit": commit(), "machine": machine(), "versions": versions(),
             "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
 
 
 def describe(rec: dict) -> str:
     """One paragraph for a results page."""
-    m = rec["machine"]
+    m, v = rec["machine"], rec.get("versions") or rec["machine"]
     gpu = f", GPU {m['gpu']}" if m.get("gpu") else ", no GPU"
     return (f"Command: `{rec['command']}`; commit `{rec['commit']}`; machine: {m['cpu']}, {m['cores']} cores, "
-            f"{m.get('memory_gib')} GiB{gpu}; Python {m['python']}, torch {m.get('torch')}; started {rec['started']}.")
+            f"{m.get('memory_gib')} GiB{gpu}; Python {v.get('python')}, numpy {v.get('numpy')}, torch {v.get('torch')}; "
+            f"started {rec['started']}.")

@@ -1,0 +1,103 @@
+"""``mdmt evaluate``: score a network trained by ``mdmt train`` against its language (Assumption 4.1, Eqs. 4-5).
+
+For the checkpoint's network (and the language it was trained on, unless ``--language`` names
+another of the same vocabulary) it reports
+
+* the paired validation gap: the network's NLL per token -- the NELBO for an MDM, the exact NLL
+  for an AR model -- minus the exact -ln q(x)/L of the *same* fresh sequences x ~ q, with its
+  95% interval (for an AR model this is KL(q || p_AR)/L; for an MDM only at its own length);
+* for an MDM, the measured learning error: the per-token KL(q(.|x_U) || p(.|x_U)) over random
+  masks (:func:`mdmt.constructions.reverse.learning.learning_error`: mean with its interval,
+  q90, q99, max);
+* SER and generative perplexity (with intervals) and NFE of ``--num`` samples at every N of
+  ``--steps`` (an AR model: one point, N = L).
+"""
+
+from __future__ import annotations
+
+from ._common import add_json, add_length, add_num, add_schedule, add_seed, at_least, format_table, int_list, print_json
+
+HELP = "score a trained network: paired validation gap, learning error, SER and generative perplexity vs N"
+
+
+def add_arguments(p):
+    p.add_argument("--checkpoint", required=True, metavar="CKPT", help="checkpoint written by mdmt train (OUT/ckpt.pt)")
+    p.add_argument("--language", metavar="SPEC", default=None,
+                   help="language to score against: preset:NAME[:SEED], interval:l or a language file "
+                        "(default: the one the network was trained on)")
+    add_length(p, required=False, help="sequence length L (default: the network's)")
+    p.add_argument("--steps", "-N", default="16,64,256", metavar="N,N,...",
+                   help="sampling steps N of the MDM, comma-separated (default 16,64,256)")
+    add_num(p, 512, "samples per N")
+    p.add_argument("--val-num", type=int, default=512, help="fresh sequences for the paired validation gap (default 512)")
+    p.add_argument("--learning-error-num", type=int, default=256,
+                   help="sequences for the measured learning error of an MDM (default 256; 0: skip)")
+    add_schedule(p)
+    add_seed(p)
+    p.add_argument("--batch", type=int, default=256, help="sequences per network call (default 256)")
+    p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
+    add_json(p)
+
+
+def evaluate_network(model, lang, L: int, steps, *, schedule: str = "linear", num: int = 512, val_num: int = 512,
+                     learning_error_num: int = 256, seed: int = 0, batch: int = 256) -> dict:
+    """The numbers of the module docstring for a network ``model`` and a language ``lang`` at length L."""
+    import numpy as np
+    import torch
+
+    from mdmt.constructions.reverse.learning import learning_error
+    from mdmt.constructions.reverse.metrics import sample_metrics
+    from mdmt.empirical.sampling import MDMDenoiser, sample_model
+    from mdmt.empirical.train import paired_gap, seed_of, sequence_nll
+
+    from ._common import schedule_pi
+
+    kind = "ar" if model.cfg.causal else "mdm"
+    out = {"kind": kind, "L": L, "parameters": model.num_parameters(), "val_gap": None}
+    if kind == "ar" or L == model.cfg.seq_len:  # an MDM's NELBO is over its whole length
+        x = np.asarray(lang.sample(val_num, L, np.random.default_rng(seed_of(seed, 30))), dtype=np.int64)
+        nll = sequence_nll(model, torch.as_tensor(x), seed_of(seed, 31), 8, batch=batch)
+        out["val_gap"] = paired_gap(nll, -lang.score(x) / L)
+    if kind == "mdm" and learning_error_num:
+        out["learning_error"] = learning_error(lang, MDMDenoiser(model, batch=batch), L, method="monte_carlo",
+                                               num=learning_error_num, seed=seed_of(seed, 32) % 2**32, batch=batch)
+    points = []
+    for N in (steps if kind == "mdm" else [L]):
+        pi = schedule_pi(schedule, N) if kind == "mdm" else None
+        res = sample_model(model, num, L, pi, seed=seed_of(seed, 33, N) % 2**31, batch=batch)
+        m = sample_metrics(lang, res.samples)
+        points.append({"N": N, "nfe_mean": float(res.nfe.mean()), "ser": m["ser"], "ser_ci": m["ser_ci"],
+                       "gen_perplexity": m["gen_perplexity"], "gen_perplexity_ci": m["gen_perplexity_ci"],
+                       "gen_nll_per_token": m["gen_nll_per_token"], "seconds": res.seconds})
+    out["points"] = points
+    return out
+
+
+def run(args) -> int:
+    from .sample import load_network
+
+    for flag, v, least in (("--num", args.num, 1), ("--val-num", args.val_num, 2),
+                           ("--learning-error-num", args.learning_error_num, 0), ("--batch", args.batch, 1)):
+        at_least(flag, v, least)
+    steps = int_list("--steps", args.steps)
+    model, spec, lang, L = load_network(args.checkpoint, args.language, args.length, args.device)
+    res = evaluate_network(model, lang, L, steps, schedule=args.schedule, num=args.num, val_num=args.val_num,
+                           learning_error_num=args.learning_error_num, seed=args.seed, batch=args.batch)
+    res = {"checkpoint": args.checkpoint, "language": spec, **res}
+    if args.json:
+        print_json(res)
+        return 0
+    g = res["val_gap"]
+    print(f"{res['kind'].upper()} network, {res['parameters']} parameters, language {spec}, L = {L}")
+    if g is not None:
+        print(f"paired validation gap (model NLL - exact -ln q(x), nats/token, {g['num']} sequences): "
+              f"{g['gap']:+.4f} (95% CI {g['ci'][0]:+.4f}..{g['ci'][1]:+.4f}); exact -ln q(x)/L = {g['exact_nll']:.4f}")
+    if "learning_error" in res:
+        le = res["learning_error"]
+        print(f"learning error (nats/token): mean {le['mean']:.4g} (95% CI {le['ci'][0]:.4g}..{le['ci'][1]:.4g}), "
+              f"q90 {le['q90']:.4g}, q99 {le['q99']:.4g}, max {le['max']:.4g}")
+    print(format_table(["N", "NFE", "SER", "SER 95% CI", "gen. perplexity", "95% CI"],
+                       [[p["N"], p["nfe_mean"], p["ser"], f"{p['ser_ci'][0]:.4f}..{p['ser_ci'][1]:.4f}",
+                         p["gen_perplexity"], f"{p['gen_perplexity_ci'][0]:.4f}..{p['gen_perplexity_ci'][1]:.4f}"]
+                        for p in res["points"]]))
+    return 0
