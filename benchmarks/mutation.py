@@ -55,6 +55,7 @@ SCH = "constructions/reverse/schedules.py"
 EX = "constructions/reverse/exact.py"
 CH = "constructions/reverse/chain.py"
 ICF = "constructions/reverse/interval_closed_forms.py"
+IB = "bounds/interval_bounds.py"
 TAB = "constructions/reverse/tables.py"
 CUR = "bounds/curves.py"
 
@@ -149,10 +150,10 @@ MUTANTS = [
            "rho counting every same-step pair twice"),
     Mutant("M43", ICF, "    return float(-math.expm1((L // l) * log_rho(l, pi)))", "    return float(-math.expm1((L // l - 1) * log_rho(l, pi)))",
            "oracle SER with one interval less"),
-    Mutant("M44", ICF, "P_distinct_l=p_distinct(pi, l), L=L, l=l)", "P_distinct_l=p_distinct(pi, L), L=L, l=l)",
+    Mutant("M44", IB, "P_distinct_l=p_distinct(pi, l), L=L, l=l)", "P_distinct_l=p_distinct(pi, L), L=L, l=l)",
            "Theorem 4.4 bound with P_distinct of the whole sequence"),
     Mutant("M45", ICF, "            m >>= 1", "            m >>= 2", "repeated squaring skips powers (equal steps)"),
-    Mutant("M46", ICF, "    return MISMATCH.evaluate(epsilon_learning=learning_error_value(eps))",
+    Mutant("M46", IB, "    return MISMATCH.evaluate(epsilon_learning=learning_error_value(eps))",
            "    return MISMATCH.evaluate(epsilon_learning=2 * learning_error_value(eps))", "mismatch_probability at 2 eps"),
     # --- the curves
     Mutant("M47", CUR, "        lo, hi = (mid, hi) if ser(mid) > 0.5 else (lo, mid)", "        lo, hi = (mid, hi) if ser(mid) >= 0.5 else (lo, mid)",

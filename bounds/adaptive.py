@@ -23,12 +23,14 @@ mean NFE over their parameter grids.
 from __future__ import annotations
 
 from mdmt.constructions.confidence import mean_interval
-from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, ser_lower_bound
+from mdmt.constructions.reverse.interval_closed_forms import oracle_ser
 from mdmt.constructions.reverse.interval_policies import fixed_order_ser, pattern_run
 from mdmt.constructions.reverse.policies import IID, EntropySum, FixedOrder, Threshold, parse_policy
 from mdmt.constructions.reverse.policy_sampler import teacher_forced_estimate
 from mdmt.constructions.reverse.schedules import expected_nfe
 from mdmt.constructions.validation import positive_int
+
+from .interval_bounds import ser_lower_bound
 
 SER_POLICIES = ("iid,uniform,confidence,margin,entropy,threshold:0.5,threshold:0.3,entropy-sum:0.5,entropy-sum:1,"
                 "stride,blocks")

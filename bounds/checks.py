@@ -37,7 +37,7 @@ import sympy as sp
 from mdmt.constructions.reverse.chain import assignment_quantities, chain_quantities
 from mdmt.constructions.reverse.denoisers import BitBiasedInterval, TemperedOracle, UniformMixture
 from mdmt.constructions.reverse.exact import exact_output_law
-from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, ser_lower_bound
+from mdmt.constructions.reverse.interval_closed_forms import oracle_ser
 from mdmt.constructions.reverse.learning import learning_error
 from mdmt.constructions.reverse.schedules import (WarmStart, expected_nfe, p_distinct, reveal_probabilities,
                                                   reveal_rates, revealed_before)
@@ -45,6 +45,7 @@ from mdmt.constructions.reverse.tables import build_tables, support_table
 
 from . import rounding
 from .dependencies import dependencies_for_assignment, expected_dependencies_per_step
+from .interval_bounds import ser_lower_bound
 from .intervals import Iv, LogSum, arb_bounds
 from .references import (ChainEval, IntervalLaw, Partitions, Reference, dependencies_by_segments,
                          expected_dependencies_exact, frac, kl_from, p_distinct_exact, partition_probabilities,

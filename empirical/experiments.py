@@ -147,6 +147,16 @@ class Figure1Config:
         from mdmt.constructions.reverse.schedules import parse_schedule
 
         parse_schedule(self.schedule)  # ValueError for an unknown schedule
+        from mdmt.constructions.resources import check_memory
+
+        from .model import ModelConfig, estimated_bytes
+
+        L = max(self.lengths)  # sizes before any work: the longest oracle point, the networks' training batch
+        check_memory(f"{self.num} samples of length {L} per point", 48 * self.num * L, "use smaller --lengths or --num")
+        if any(k in self.kinds for k in ("mdm", "ar")):
+            net = ModelConfig.preset(self.model, 2, seq_len=self.length)
+            check_memory(f"training the {self.model} network at L = {self.length} with batch {self.batch}",
+                         3 * estimated_bytes(net, self.batch), "use a smaller --length or --batch")
 
     def result_settings(self) -> dict:
         return {k: getattr(self, k) for k in RESULT_FIELDS}
@@ -317,7 +327,8 @@ class Figure1:
         return chain_bound(lg.lang.n, L, self._pi(N), lg.lang.n_symbols, eps)
 
     def _point(self, lg: _Language, index: int, kind: str, L: int, N: int) -> dict:
-        from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, ser_lower_bound
+        from mdmt.bounds.interval_bounds import ser_lower_bound
+        from mdmt.constructions.reverse.interval_closed_forms import oracle_ser
         from mdmt.constructions.reverse.metrics import sample_metrics
         from mdmt.constructions.reverse.sampler import assignment_kl_estimate, sample_mdm
 

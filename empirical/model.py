@@ -104,6 +104,21 @@ class ModelConfig:
         return asdict(self)
 
 
+def estimated_bytes(cfg: ModelConfig, batch: int) -> int:
+    """A generous estimate of the memory of a network of ``cfg`` and one forward pass over ``batch`` sequences.
+
+    Parameters ((V + 1) d + V d + L d + 12 d^2 per layer, float32) plus the activations of one layer
+    and the output: attention scores (batch, heads, L, L), the residual stream and MLP (9 d per
+    token), the logits (V per token), the KV cache (2 d per token per layer), all float32, doubled
+    for the temporaries of the framework.
+    """
+    V, L, d = cfg.vocab_size, cfg.seq_len, cfg.d_model
+    params = (2 * V + 1 + L) * d + 12 * d * d * cfg.n_layers
+    per_token = 9 * d + V + 2 * d * cfg.n_layers
+    activations = batch * (cfg.n_heads * L * L + L * per_token)
+    return 4 * params + 8 * activations
+
+
 class KVCache:
     """Keys and values of every layer for incremental AR decoding: (B, H, capacity, hd) buffers and a fill level."""
 

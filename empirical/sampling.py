@@ -36,6 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from mdmt.constructions.resources import check_memory
 from mdmt.constructions.reverse.denoisers import oracle_denoiser
 from mdmt.constructions.reverse.sampler import PROB_TOL, SampleResult, check_denoiser_rows
 from mdmt.constructions.reverse.schedules import as_pi, reveal_rates
@@ -155,6 +156,7 @@ def ddpm_cache(denoiser, num: int, L: int, pi, *, seed: int = 0, vocab_size: int
     rates = reveal_rates(pi)
     den = as_torch_denoiser(denoiser)
     device = torch.device(device)
+    check_memory(f"{num} samples of length {L}", 16 * num * L, "draw fewer or shorter samples")
     gen = torch.Generator(device=device).manual_seed(int(seed))
     out = np.empty((num, L), dtype=np.int64)
     nfe = np.zeros(num, dtype=np.int64)
@@ -222,6 +224,7 @@ def ar_sample(model: Transformer, num: int, L: int, seed: int = 0, batch: int = 
     device = torch.device(device)
     gen = torch.Generator(device=device).manual_seed(int(seed))
     V = model.cfg.vocab_size
+    check_memory(f"{num} samples of length {L}", 8 * num * L, "draw fewer samples")
     out = np.empty((num, L), dtype=np.int64)
     t0 = time.perf_counter()
     with autocast(device):

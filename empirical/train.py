@@ -63,13 +63,14 @@ import numpy as np
 import torch
 
 from mdmt.constructions.confidence import mean_interval
+from mdmt.constructions.resources import check_memory
 from mdmt.constructions.languages.io import language_digest
 from mdmt.constructions.languages.spec import canonical_spec, language_from_spec
 from mdmt.constructions.validation import positive_int, token_array
 
 from .checkpoint import check_writable, load_checkpoint, save_checkpoint
-from .model import (ModelConfig, Transformer, ar_loss, autocast, count_noise, diffusion_noise, mdm_loss,
-                    mdm_loss_count)
+from .model import (ModelConfig, Transformer, ar_loss, autocast, count_noise, diffusion_noise, estimated_bytes,
+                    mdm_loss, mdm_loss_count)
 
 ESTIMATORS = ("count", "time")
 FORMAT = 2  # checkpoint layout
@@ -79,7 +80,7 @@ QUICK_VAL = 256  # validation sequences of the evaluations during training (the 
 #: The training recipe of each architecture preset (mdmt.empirical.model.PRESETS): the defaults of ``mdmt train``
 #: and ``mdmt figure1``.  ``tiny`` was chosen by the ablation of docs/empirical.md (CPU); ``paper`` is Table 3.
 RECIPES = {
-    "tiny": dict(train_steps=4000, batch=64, lr=3e-3, estimator="count", warmup_frac=0.05),
+    "tiny": dict(train_steps=4000, batch=64, lr=1e-3, estimator="count", warmup_frac=0.1),
     "paper": dict(train_steps=20000, batch=64, lr=3e-4, estimator="count", warmup_frac=0.1),
 }
 
@@ -459,6 +460,9 @@ def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_pa
     if language.n_symbols != cfg.model.vocab_size:
         raise ValueError(f"the language has V = {language.n_symbols} tokens but the model's vocab_size is "
                          f"{cfg.model.vocab_size}")
+    check_memory(f"training the network (L = {cfg.model.seq_len}, V = {cfg.model.vocab_size}, d = {cfg.model.d_model}) "
+                 f"with batch {cfg.batch}", 3 * estimated_bytes(cfg.model, cfg.batch),
+                 "use a smaller length, batch or model")
     ddp = _Dist(device)
     device = ddp.device
     if cfg.batch % ddp.world:

@@ -65,7 +65,7 @@ _API = {
     "assignment_quantities": "mdmt.constructions.reverse.chain",
     "learning_error": "mdmt.constructions.reverse.learning",
     "oracle_ser": "mdmt.constructions.reverse.interval_closed_forms",
-    "ser_lower_bound": "mdmt.constructions.reverse.interval_closed_forms",
+    "ser_lower_bound": "mdmt.bounds.interval_bounds",
     "sample_mdm": "mdmt.constructions.reverse.sampler",
     "assignment_kl_estimate": "mdmt.constructions.reverse.sampler",
     "SampleResult": "mdmt.constructions.reverse.sampler",

@@ -1,7 +1,8 @@
 """The ``mdmt`` console script: one entry point, one module per subcommand.
 
-Each module in :mod:`mdmt.commands` defines ``HELP`` (one line), ``add_arguments(parser)``
-and ``run(args) -> int``; only the module of the command being run is imported.
+Each module in :mod:`mdmt.commands` defines ``add_arguments(parser)`` and ``run(args) -> int``;
+its one-line help is in :data:`COMMANDS`, so that only the module of the command being run is
+imported.
 
 The contract (docs/reliability.md): a command exits 0 with its output, or 2 with exactly one
 line on standard error, ``mdmt <command>: error: ...``.  Every expected error is such a line:

@@ -223,7 +223,7 @@ def test_sample_out_is_read_back_by_score(tmp_path, capsys):
     assert lines[0] == "# mdmt sample --language preset:2gram-ter --length 6 --steps 3 --num 4 --seed 0 --schedule linear"
     assert np.loadtxt(out, dtype=int).shape == (4, 6)  # NumPy skips the header too
     capsys.readouterr()
-    res = run_json(capsys, ["score", "--language", "preset:2gram-ter", "--sequences", str(out)])["rows"]
+    res = run_json(capsys, ["score", "--language", "preset:2gram-ter", "--sequences", str(out)])
     X = np.loadtxt(out, dtype=np.int64)
     assert [r["log_likelihood"] for r in res] == pytest.approx(preset("2gram-ter").score(X).tolist(), rel=1e-12)
 

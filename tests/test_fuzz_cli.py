@@ -248,19 +248,6 @@ def strategies() -> dict:
 
 
 STRATEGIES = strategies()
-# Commands that do not keep the contract on every input yet: each reason names the item of the
-# reliability work (docs/reliability.md) that is missing; strict=False, so they pass once it is done.
-PENDING = {
-    "exact": "item 5: mdmt exact computes (|V|+1)^L before its size check",
-    "curve ter": "items 5-6: mdmt curve ter size and argument checks (huge --lengths, --n, --eps-learning)",
-    "curve ser": "items 5-6: mdmt curve ser size and argument checks (-L 0, -l 0, huge L or l)",
-    "dependencies": "item 5: mdmt dependencies size check (huge -L)",
-    "train": "items 4 and 8: mdmt train checks (--lr giving NaN, --out, sizes)",
-    "sample": "oracle sampler: resource guard (huge --num) and in_support_perplexity = nan when no sample is in the "
-              "support (sampler.py, metrics.py)",
-    "speed": "resource guard of mdmt speed (huge --lengths, --vocab, --batch)",
-    "figure1": "resource and argument checks of mdmt figure1 (experiments.py)",
-}
 
 
 @pytest.fixture(scope="module")
@@ -287,9 +274,7 @@ def _check(worker, tmp_path_factory, name: str, argv: list[str], files: dict) ->
 
 def _params(slow: bool):
     marks = [pytest.mark.slow] if slow else []
-    return [pytest.param(name, id=name, marks=marks + ([pytest.mark.xfail(strict=False, reason=PENDING[name])]
-                                                      if name in PENDING else []))
-            for name in STRATEGIES]
+    return [pytest.param(name, id=name, marks=marks) for name in STRATEGIES]
 
 
 def _fuzz(name, worker, tmp_path_factory, examples: int, shrink: bool) -> None:
@@ -310,7 +295,7 @@ def test_every_command_keeps_the_contract(name, worker, tmp_path_factory):
 
 @pytest.mark.parametrize("name", _params(slow=True))
 def test_every_command_keeps_the_contract_thoroughly(name, worker, tmp_path_factory):
-    _fuzz(name, worker, tmp_path_factory, THOROUGH, shrink=name not in PENDING)  # no shrinking through hangs
+    _fuzz(name, worker, tmp_path_factory, THOROUGH, shrink=True)
 
 
 def test_the_contract_checker_has_teeth(tmp_path):

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from mdmt.constructions.languages import interval_hmm
 from mdmt.constructions.reverse.denoisers import BitBiasedInterval
 from mdmt.constructions.reverse.exact import exact_output_law
-from mdmt.constructions.reverse.interval_closed_forms import mismatch_probability, oracle_ser, rho, ser_lower_bound
+from mdmt.bounds.interval_bounds import mismatch_probability, ser_lower_bound
+from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, rho
 from mdmt.constructions.reverse.learning import learning_error
 
 

@@ -135,7 +135,7 @@ def test_evaluated_constants_by_hand():
 def test_the_library_evaluates_the_statements(monkeypatch):
     """One source of truth: chain_bound, mismatch_probability and ser_lower_bound go through the statements."""
     from mdmt.bounds.dependencies import chain_bound
-    from mdmt.constructions.reverse.interval_closed_forms import mismatch_probability, ser_lower_bound
+    from mdmt.bounds.interval_bounds import mismatch_probability, ser_lower_bound
 
     calls = []
     for st in (S.CHAIN_BOUND, S.MISMATCH, S.THEOREM_44_BOUND):

@@ -21,7 +21,8 @@ with at least one same-step pair then fails with probability >= p_e, given the p
     SER >= 1 - (1 - p_e(eps) (1 - P_distinct(l; pi)))^(L/l)    for every schedule.
 
 The two bounds are the statements ``MISMATCH`` and ``THEOREM_44_BOUND`` of
-:mod:`mdmt.bounds.statements` (derived and checked there); this module evaluates them.
+:mod:`mdmt.bounds.statements` (derived and checked there), evaluated by
+:mod:`mdmt.bounds.interval_bounds`; this module holds the exact oracle values.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from ..validation import positive_int
 from .schedules import as_pi, log_convolve, p_distinct
 
 
-def _check(l: int, L: int) -> tuple[int, int]:
+def check_lengths(l: int, L: int) -> tuple[int, int]:
+    """(l, L) validated: l an interval length in 2..MAX_INTERVAL, L a positive multiple of l."""
     l = _interval_length(l)
     L = positive_int("L", L)
     if L % l:
@@ -97,13 +99,13 @@ def rho(l: int, pi) -> float:
 
 def oracle_ser(l: int, L: int, pi) -> float:
     """Exact SER of the oracle sampler on the interval HMM: 1 - rho^(L/l)."""
-    l, L = _check(l, L)
+    l, L = check_lengths(l, L)
     return float(-math.expm1((L // l) * log_rho(l, pi)))
 
 
 def oracle_ser_linear(l: int, L: int, N: int) -> float:
     """``oracle_ser`` for the linear schedule with N steps, without building pi (any N)."""
-    l, L = _check(l, L)
+    l, L = check_lengths(l, L)
     return float(-math.expm1((L // l) * log_rho_linear(l, N)))
 
 
@@ -116,24 +118,3 @@ def learning_error_value(eps, name: str = "learning error eps") -> float:
     if not (math.isfinite(e) and e >= 0):
         raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
     return e
-
-
-def mismatch_probability(eps: float) -> float:
-    """p_e(eps) = e^(-2 eps) / 2: least mismatch probability of a colliding pair under learning error eps.
-
-    Evaluated from the statement :data:`mdmt.bounds.statements.MISMATCH`, where it is derived.
-    """
-    from mdmt.bounds.statements import MISMATCH
-
-    return MISMATCH.evaluate(epsilon_learning=learning_error_value(eps))
-
-
-def ser_lower_bound(l: int, L: int, pi, eps: float) -> float:
-    """Theorem 4.4 (explicit): SER >= 1 - (1 - p_e(eps) (1 - P_distinct(l; pi)))^(L/l), any schedule.
-
-    Evaluated from the statement :data:`mdmt.bounds.statements.THEOREM_44_BOUND`.
-    """
-    from mdmt.bounds.statements import THEOREM_44_BOUND
-
-    l, L = _check(l, L)
-    return THEOREM_44_BOUND.evaluate(epsilon_learning=learning_error_value(eps), P_distinct_l=p_distinct(pi, l), L=L, l=l)

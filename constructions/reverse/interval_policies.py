@@ -41,14 +41,14 @@ import numpy as np
 from ..validation import as_rng, positive_int
 from .policies import Policy, score_table
 from .policy_sampler import is_adaptive, reveal_loop, select
-from .interval_closed_forms import _check
+from .interval_closed_forms import check_lengths
 from .schedules import log_convolve
 
 
 def same_step_pairs(l: int, order) -> int:
     """Number of pairs (a, b) of one interval revealed at the same step, over all intervals, for a fixed order."""
     o = np.asarray(order, dtype=np.int64)
-    l, L = _check(l, len(o))
+    l, L = check_lengths(l, len(o))
     blocks = o.reshape(L // l, l)
     return int(sum(np.sum(blocks[:, a] == blocks[:, b]) for a in range(l) for b in range(a + 1, l)))
 
@@ -60,14 +60,14 @@ def fixed_order_ser(l: int, order) -> float:
 
 def stride_pairs(l: int, L: int, N: int) -> int:
     """Same-step pairs of the stride order over N steps: (L/l) sum_{d = N, 2N, ... < l} (l - d)."""
-    l, L = _check(l, L)
+    l, L = check_lengths(l, L)
     N = positive_int("number of steps N", N)
     return (L // l) * sum(l - d for d in range(N, l, N))
 
 
 def log_first_step_success(l: int, L: int, s: int) -> float:
     """log E[2^(-P_1)] for a uniformly random s-subset of the L positions (module docstring)."""
-    l, L = _check(l, L)
+    l, L = check_lengths(l, L)
     s = positive_int("first step size s", s)
     if s > L:
         raise ValueError(f"first step size s = {s} exceeds L = {L}")
@@ -96,7 +96,7 @@ def first_step_ser_lower_bound(l: int, L: int, s: int) -> float:
 
 def threshold_nfe(l: int, L: int, tau: float) -> int:
     """NFE of the confidence threshold with tau in [1/2, 1) on the interval HMM: L (and SER = 0)."""
-    l, L = _check(l, L)
+    l, L = check_lengths(l, L)
     if not 0.5 <= tau < 1:
         raise ValueError(f"the closed form needs tau in [1/2, 1), got {tau!r}")
     return L
@@ -104,7 +104,7 @@ def threshold_nfe(l: int, L: int, tau: float) -> int:
 
 def entropy_sum_nfe(l: int, L: int, gamma: float) -> int:
     """NFE of entropy-sum with 0 < gamma < log 2 on the interval HMM: (L/l)(l - 1) + 1 (and SER = 0)."""
-    l, L = _check(l, L)
+    l, L = check_lengths(l, L)
     if not 0 < gamma < math.log(2):
         raise ValueError(f"the closed form needs 0 < gamma < log 2 = {math.log(2):.6g}, got {gamma!r}")
     return (L // l) * (l - 1) + 1
@@ -134,7 +134,7 @@ def pattern_run(l: int, L: int, policy: Policy, num: int, seed=None) -> tuple[np
     probability: its mean is the exact 1 - SER (a Rao-Blackwellised Monte Carlo estimate; exact when
     the trajectory is deterministic).
     """
-    l, L = _check(l, L)
+    l, L = check_lengths(l, L)
     num = positive_int("num", num)
     rng = as_rng(seed)
     K = L // l

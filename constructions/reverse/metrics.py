@@ -36,7 +36,8 @@ def sample_metrics(language, samples, level: float = 0.95, method: str = "wilson
     Keys (:data:`KEYS`): ``num``, ``length``, ``ser``, ``ser_ci``, ``ser_interval`` (the interval's
     method), ``off_support`` (count), ``gen_nll_per_token`` (nats) with ``gen_nll_ci``,
     ``gen_perplexity`` with ``gen_perplexity_ci`` (inf when a sample is off the support), and
-    ``in_support_perplexity`` (exp of the mean over the in-support samples only; nan if none).
+    ``in_support_perplexity`` (exp of the mean over the in-support samples only; None when no sample is
+    in the support).
     """
     samples = language.check_tokens(samples, allow_mask=False)
     n, L = samples.shape
@@ -51,7 +52,7 @@ def sample_metrics(language, samples, level: float = 0.95, method: str = "wilson
         nll[ins] = -language.score(samples[ins]) / L
     m, a, b = mean_interval(nll, level)
     out.update(gen_nll_per_token=m, gen_nll_ci=[a, b], gen_perplexity=_exp(m), gen_perplexity_ci=[_exp(a), _exp(b)])
-    out["in_support_perplexity"] = _exp(float(nll[ins].mean())) if np.any(ins) else math.nan
+    out["in_support_perplexity"] = _exp(float(nll[ins].mean())) if np.any(ins) else None
     return out
 
 

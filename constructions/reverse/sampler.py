@@ -54,6 +54,7 @@ import numpy as np
 
 from ..confidence import mean_interval
 from ..languages.ngram import NGram, as_hmm
+from ..resources import check_memory
 from ..validation import MASK, as_rng, positive_int
 from .denoisers import oracle_denoiser
 from .schedules import as_pi
@@ -720,6 +721,8 @@ def sample_mdm(language, L: int, pi, num: int, denoiser=None, seed=None, batch: 
     pi = as_pi(pi)
     rng = as_rng(seed)
     t0 = time.perf_counter()
+    check_memory(f"{num} samples of length {L} with their reveal steps",
+                 8 * (2 * num * L + num) + 32 * min(num, BLOCK) * L, "draw fewer or shorter samples")
     kind, model = _method(language, L, denoiser, method)
     den = denoiser if denoiser is not None else oracle_denoiser(language)
     samples = np.empty((num, L), dtype=np.int64)

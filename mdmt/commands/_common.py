@@ -155,10 +155,17 @@ def print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
-def format_table(header: list[str], rows: list[list]) -> str:
-    """A plain aligned text table."""
+def format_table(header: list[str], rows: list[list], left: tuple = ()) -> str:
+    """A plain aligned text table (floats to 6 significant digits, lists element by element, None as -).
+
+    Columns are right-aligned, those whose indices are in ``left`` left-aligned.
+    """
 
     def fmt(v):
+        if v is None:
+            return "-"
+        if isinstance(v, (list, tuple, np.ndarray)):
+            return "[" + ", ".join(fmt(x) for x in v) + "]"
         if isinstance(v, (float, np.floating)):
             v = float(v)
             if not math.isfinite(v):
@@ -168,7 +175,8 @@ def format_table(header: list[str], rows: list[list]) -> str:
 
     cells = [[fmt(v) for v in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
-    line = lambda r: "  ".join(c.rjust(w) for c, w in zip(r, widths))  # noqa: E731
+    line = lambda r: "  ".join((c.ljust(w) if i in left else c.rjust(w))  # noqa: E731
+                               for i, (c, w) in enumerate(zip(r, widths))).rstrip()
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in cells])
 
 
@@ -177,5 +185,4 @@ def print_quantities(out: dict, as_json: bool) -> None:
     if as_json:
         print_json(out)
     else:
-        print(format_table(["quantity", "value"], [[k, clean(v) if isinstance(v, (list, tuple)) else v]
-                                                   for k, v in out.items()]))
+        print(format_table(["quantity", "value"], [[k, v] for k, v in out.items()], left=(1,)))

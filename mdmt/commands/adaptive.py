@@ -8,8 +8,6 @@ n-gram (docs/adaptive.md).
 from ._common import (add_json, add_language, add_length, add_num, add_seed, add_steps, format_table, int_list,
                       load_language, names, print_json, print_quantities)
 
-HELP = "adaptive and position-aware unmasking: sample, exact law, and the SER/TER studies"
-
 
 def _policy(p, default="confidence"):
     from mdmt.constructions.reverse.policies import FORMS
@@ -76,7 +74,7 @@ def add_arguments(p):
 
 def run(args) -> int:
     if getattr(args, "out", None) and args.kind in ("ser", "ter"):
-        from mdmt.empirical.provenance import record
+        from mdmt.provenance import record
 
         args.provenance = record()  # the command, commit and machine, taken when the run starts
     return {"sample": _sample, "exact": _exact, "ser": _ser, "ter": _ter}[args.kind](args)

@@ -2,8 +2,6 @@
 
 from ._common import add_json, add_language, add_length, add_steps, format_table, load_language, print_json
 
-HELP = "bound atlas: exact KL(q||p) of each reverse process beside the chain, Li-Cai, TC/K, DTC/K, ParallelBench bounds"
-
 _SHOW = ("process", "expected_nfe", "kl", "ser", "assignment_kl", "chain_bound", "li_cai", "tc_ratio", "dtc_ratio",
          "pb_lower")
 _BARS = (("kl", "exact KL(q||p)"), ("assignment_kl", "E[log q/p_traj] (C1)"), ("chain_bound", "chain bound (C4)"),
@@ -36,7 +34,7 @@ def run(args) -> int:
 
     prov = None
     if args.out:
-        from mdmt.empirical.provenance import record
+        from mdmt.provenance import record
 
         prov = record()  # the command, commit and machine, taken when the run starts
     lang = load_language(args.language)

@@ -2,8 +2,6 @@
 
 from ._common import add_force, add_json, print_json
 
-HELP = "write the interval counterexample HMM of Theorem 4.4 (|V| = 2^(l-1)) to a language file"
-
 
 def add_arguments(p):
     p.add_argument("--interval-length", "-l", type=int, default=5, help="interval length l >= 2 (default 5: 16 symbols)")

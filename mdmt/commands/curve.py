@@ -5,8 +5,6 @@ import math
 
 from ._common import add_json, add_length, at_least, format_table, int_list, print_json
 
-HELP = "bound curves: TER chain bound vs N over several L, or interval-HMM SER with Theorems 4.3/4.4"
-
 
 def _outputs(p):
     p.add_argument("--csv", help="write the rows to this CSV file")

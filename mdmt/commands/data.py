@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from ._common import add_force, add_json, add_language, add_length, add_num, add_seed, print_json
 
-HELP = "seeded train/validation sets of a language, stored on disk and regenerated deterministically"
-
 
 def add_arguments(p):
     add_language(p, required=False)

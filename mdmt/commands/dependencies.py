@@ -2,8 +2,6 @@
 
 from ._common import add_json, add_length, add_schedule, add_steps, at_least, format_table, print_json, schedule_pi
 
-HELP = "exact E[D_j] and E[sum_j D_j] for an n-gram, a length and a schedule"
-
 
 def add_arguments(p):
     p.add_argument("--n", type=int, required=True, help="n-gram order (separators are runs of >= n-1 revealed tokens)")

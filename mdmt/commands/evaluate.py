@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from ._common import add_json, add_length, add_num, add_schedule, add_seed, at_least, format_table, int_list, print_json
 
-HELP = "score a trained network: paired validation gap, learning error, SER and generative perplexity vs N"
-
 
 def add_arguments(p):
     p.add_argument("--checkpoint", required=True, metavar="CKPT", help="checkpoint written by mdmt train (OUT/ckpt.pt)")

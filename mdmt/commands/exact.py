@@ -3,8 +3,6 @@
 from ._common import (add_json, add_language, add_length, add_schedule, add_steps, at_least, load_language,
                       print_quantities, schedule_pi)
 
-HELP = "exact KL(q||p_N), log2 TER gap, SER and proof-chain quantities of the oracle sampler (small L)"
-
 
 def add_arguments(p):
     add_language(p)

@@ -18,8 +18,6 @@ from __future__ import annotations
 from ._common import (add_json, add_length, add_model, add_schedule, add_seed, add_steps, at_least, int_list, names,
                       print_json)
 
-HELP = "Figure 1: TER/SER vs sampling steps N for trained and oracle MDMs and AR (CSV + PNG, resumable)"
-
 
 def add_arguments(p):
     add_model(p)

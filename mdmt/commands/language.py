@@ -2,8 +2,6 @@
 
 from ._common import add_force, add_json, format_table, print_json
 
-HELP = "write a language (a Table 1 preset, the counterexample, or a random n-gram/HMM, Algorithms 1-2) to a file"
-
 
 def add_arguments(p):
     p.add_argument("--language", metavar="SPEC",

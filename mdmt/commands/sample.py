@@ -10,8 +10,6 @@ by token (N = L); the language (default: the one it was trained on) scores the s
 from ._common import (add_force, add_json, add_language, add_length, add_num, add_schedule, add_seed, add_steps, at_least,
                       load_language, print_quantities, schedule_pi)
 
-HELP = "sample from the oracle MDM or a trained network (N steps, ddpm_cache): SER, generative perplexity, NFE"
-
 
 def add_arguments(p):
     add_language(p, required=False, help_extra=" (required without --checkpoint; with it, default: the "

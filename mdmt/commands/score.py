@@ -7,8 +7,6 @@ import numpy as np
 
 from ._common import add_json, add_language, format_table, load_language, print_json
 
-HELP = "print the natural-log likelihood and support membership of each sequence in a file"
-
 _TOKEN = re.compile(r"-?[0-9]+")
 _BYTES_PER_CHAR = 24  # peak bytes per character of the file while parsing (strings, then int64 rows)
 

@@ -18,8 +18,6 @@ import math
 
 from ._common import add_json, add_model, add_seed, add_steps, at_least, format_table, int_list, print_json
 
-HELP = "time MDM sampling (N steps, ddpm_cache) against AR with a KV cache: medians, spread, ratio with its interval"
-
 
 def add_arguments(p):
     add_model(p)
@@ -53,7 +51,8 @@ def run(args) -> int:
     import torch
 
     from mdmt.constructions.reverse.schedules import reveal_probabilities
-    from mdmt.empirical.model import ModelConfig, Transformer
+    from mdmt.constructions.resources import check_memory
+    from mdmt.empirical.model import ModelConfig, Transformer, estimated_bytes
     from mdmt.empirical.sampling import MDMDenoiser, ar_sample, ddpm_cache
     from mdmt.empirical.train import default_device
 
@@ -63,6 +62,11 @@ def run(args) -> int:
         at_least(name, v)
     device = torch.device(args.device) if args.device else default_device()
 
+    for L in lengths:  # before any work: every configuration must fit
+        for causal in (True, False):
+            cfg = ModelConfig.preset(args.model, args.vocab, seq_len=L, causal=causal)
+            check_memory(f"the {args.model} {'AR' if causal else 'MDM'} network at L = {L}, V = {args.vocab}, "
+                         f"batch {args.batch}", estimated_bytes(cfg, args.batch), "use smaller --lengths, --vocab or --batch")
     rows = []
     for L in lengths:
         torch.manual_seed(args.seed)

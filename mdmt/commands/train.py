@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from ._common import add_json, add_model, at_least, clean, format_table, print_json
 
-HELP = "train an MDM (NELBO, SUBS) or AR transformer on a language; checkpoint, --resume, extend"
-
 
 def add_arguments(p):
     src = p.add_mutually_exclusive_group()

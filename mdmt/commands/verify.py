@@ -9,7 +9,6 @@ import textwrap
 
 from ._common import print_json
 
-HELP = "run every check (C1-C5, Theorems 4.2-4.4, the derivations) on embedded instances, with certified verdicts"
 FORMATS = ("table", "json", "csv", "markdown")
 
 
