@@ -144,9 +144,13 @@ class Figure1Config:
                 raise ValueError(f"unknown curve kind {k!r}; valid kinds: {', '.join(KINDS)}")
         if isinstance(self.lr, bool) or not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"learning rate lr must be a positive finite number, got {self.lr!r}")
-        from mdmt.constructions.reverse.schedules import parse_schedule
+        from mdmt.constructions.reverse.schedules import reveal_probabilities
 
-        parse_schedule(self.schedule)  # ValueError for an unknown schedule
+        for N in self.steps:  # ValueError for an unknown schedule, or an explicit vector of another length
+            try:
+                reveal_probabilities(self.schedule, N)
+            except ValueError as e:
+                raise ValueError(f"schedule {self.schedule!r} at N = {N} of the sweep: {e}") from None
         from mdmt.constructions.resources import check_memory
 
         from .model import ModelConfig, estimated_bytes
@@ -156,7 +160,7 @@ class Figure1Config:
         if any(k in self.kinds for k in ("mdm", "ar")):
             net = ModelConfig.preset(self.model, 2, seq_len=self.length)
             check_memory(f"training the {self.model} network at L = {self.length} with batch {self.batch}",
-                         3 * estimated_bytes(net, self.batch), "use a smaller --length or --batch")
+                         estimated_bytes(net, self.batch), "use a smaller --length or --batch")
 
     def result_settings(self) -> dict:
         return {k: getattr(self, k) for k in RESULT_FIELDS}

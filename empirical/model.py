@@ -105,7 +105,10 @@ class ModelConfig:
 
 
 def estimated_bytes(cfg: ModelConfig, batch: int) -> int:
-    """A generous estimate of the memory of a network of ``cfg`` and one forward pass over ``batch`` sequences.
+    """The order of magnitude of the memory of a network of ``cfg`` and one pass over ``batch`` sequences.
+
+    A guard against inputs that cannot fit (mdmt.constructions.resources), not a prediction:
+    training keeps the activations of every layer and may need several times more.
 
     Parameters ((V + 1) d + V d + L d + 12 d^2 per layer, float32) plus the activations of one layer
     and the output: attention scores (batch, heads, L, L), the residual stream and MLP (9 d per
@@ -323,6 +326,20 @@ def count_noise(batch: int, length: int, generator: torch.Generator, u: torch.Te
     return m, ranks < m[:, None]
 
 
+def harmonic_noise(batch: int, length: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Counts m (B,) with P(m) = (1/m) / H_L on 1..L (stratified over the batch) and masks with m positions masked.
+
+    With this law the NELBO estimate (L/m) sum_i nll_i / (L P(m)) = H_L sum_i nll_i has the same
+    weight H_L = 1 + 1/2 + ... + 1/L for every sequence (``mdm_loss_harmonic``): no large L/m factor
+    on the sequences with few masked positions, which are drawn more often instead.
+    """
+    u = (torch.rand(1, generator=generator, dtype=torch.float64) + torch.arange(batch, dtype=torch.float64) / batch) % 1.0
+    cdf = torch.cumsum(1.0 / torch.arange(1, length + 1, dtype=torch.float64), 0)
+    m = torch.searchsorted(cdf / cdf[-1], u, right=True).clamp(max=length - 1) + 1  # (B,) inverse CDF
+    ranks = torch.rand(batch, length, generator=generator).argsort(dim=1).argsort(dim=1)  # (B, L)
+    return m, ranks < m[:, None]
+
+
 def _cfg(model: nn.Module) -> ModelConfig:
     return model.module.cfg if hasattr(model, "module") else model.cfg
 
@@ -346,6 +363,12 @@ def mdm_loss(model: nn.Module, x0: torch.Tensor, t: torch.Tensor, mask: torch.Te
 def mdm_loss_count(model: nn.Module, x0: torch.Tensor, m: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Per-sequence NELBO estimate (L/m) sum_{i masked} -log p_theta(x0_i | x_{-M}), nats, shape (B,) (``count_noise``)."""
     return masked_nll(model, x0, mask).sum(dim=1) * (x0.shape[1] / m)  # (B,)
+
+
+def mdm_loss_harmonic(model: nn.Module, x0: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Per-sequence NELBO estimate H_L sum_{i masked} -log p_theta(x0_i | x_{-M}), nats, shape (B,) (``harmonic_noise``)."""
+    L = x0.shape[1]
+    return masked_nll(model, x0, mask).sum(dim=1) * float(sum(1.0 / k for k in range(1, L + 1)))  # (B,)
 
 
 # ----------------------------------------------------------------------------- AR

@@ -10,8 +10,10 @@ Objective.  The MDM minimizes the continuous-time NELBO of :mod:`mdmt.empirical.
 linear schedule alpha(t) = 1 - t.  ``estimator="count"`` (the default) draws the number of masked
 positions m uniformly on 1..L (stratified over the batch), masks m random positions and weights
 the masked cross entropies by L/m; ``estimator="time"`` is MDLM's: t ~ U(t_min, 1) (stratified),
-Bernoulli(t) masks, weight 1/t.  Both are unbiased estimates of the same NELBO (the model
-docstring derives it); docs/empirical.md measures how much faster the first one learns.  The AR
+Bernoulli(t) masks, weight 1/t; ``estimator="harmonic"`` draws m with probability proportional to
+1/m and weights every sequence by H_L = 1 + 1/2 + ... + 1/L.  All three are unbiased estimates of
+the same NELBO (the model docstring derives it; tests/test_estimators.py checks it by enumeration);
+docs/empirical.md measures how fast each learns.  The AR
 model minimizes the next-token cross entropy.  Losses are in nats per token.
 
 Validation.  A fixed validation set (drawn from the seed) is scored per sequence -- the NELBO for
@@ -70,9 +72,9 @@ from mdmt.constructions.validation import positive_int, token_array
 
 from .checkpoint import check_writable, load_checkpoint, save_checkpoint
 from .model import (ModelConfig, Transformer, ar_loss, autocast, count_noise, diffusion_noise, estimated_bytes,
-                    mdm_loss, mdm_loss_count)
+                    harmonic_noise, mdm_loss, mdm_loss_count, mdm_loss_harmonic)
 
-ESTIMATORS = ("count", "time")
+ESTIMATORS = ("count", "time", "harmonic")
 FORMAT = 2  # checkpoint layout
 QUICK_VAL = 256  # validation sequences of the evaluations during training (the final one takes them all)
 
@@ -153,29 +155,6 @@ class _Dist:
     def barrier(self) -> None:
         if self.on:
             self.dist.barrier()
-
-
-def batch_at(language, seed: int, step: int, batch: int, L: int) -> np.ndarray:
-    """The training sequences of a step: int64 (batch, L), a function of (seed, step) only."""
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1, int(step)]))
-    return np.asarray(language.sample(batch, L, rng), dtype=np.int64)
-
-
-def data_rows_at(n: int, seed: int, step: int, batch: int) -> np.ndarray:
-    """Rows of a stored training set used at a step: epochs of seeded permutations, read in order.
-
-    Step s reads positions s*batch ... (s+1)*batch - 1 of the concatenation of the permutations
-    of range(n) seeded by (seed, 4, epoch), so every epoch visits every row once and the rows of
-    a step depend on (n, seed, step) only (which keeps resume exact).
-    """
-    idx = int(step) * batch + np.arange(batch)
-    epochs = idx // n
-    rows = np.empty(batch, dtype=np.int64)
-    for e in np.unique(epochs):
-        perm = np.random.default_rng(np.random.SeedSequence([int(seed), 4, int(e)])).permutation(n)
-        sel = epochs == e
-        rows[sel] = perm[idx[sel] % n]
-    return rows
 
 
 def batch_at(language, seed: int, step: int, batch: int, L: int) -> np.ndarray:
@@ -461,7 +440,7 @@ def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_pa
         raise ValueError(f"the language has V = {language.n_symbols} tokens but the model's vocab_size is "
                          f"{cfg.model.vocab_size}")
     check_memory(f"training the network (L = {cfg.model.seq_len}, V = {cfg.model.vocab_size}, d = {cfg.model.d_model}) "
-                 f"with batch {cfg.batch}", 3 * estimated_bytes(cfg.model, cfg.batch),
+                 f"with batch {cfg.batch}", estimated_bytes(cfg.model, cfg.batch),
                  "use a smaller length, batch or model")
     ddp = _Dist(device)
     device = ddp.device
@@ -591,6 +570,9 @@ def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_pa
                 elif cfg.estimator == "count":
                     m, mask = count_noise(cfg.batch, L, gen)
                     loss = mdm_loss_count(net, xb, ddp.shard(m).to(device), ddp.shard(mask).to(device)).mean() / L
+                elif cfg.estimator == "harmonic":
+                    _, mask = harmonic_noise(cfg.batch, L, gen)
+                    loss = mdm_loss_harmonic(net, xb, ddp.shard(mask).to(device)).mean() / L
                 else:
                     t, mask = diffusion_noise(cfg.batch, L, gen, cfg.t_min)
                     loss = mdm_loss(net, xb, ddp.shard(t).to(device), ddp.shard(mask).to(device)).mean() / L

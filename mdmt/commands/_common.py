@@ -186,3 +186,9 @@ def print_quantities(out: dict, as_json: bool) -> None:
         print_json(out)
     else:
         print(format_table(["quantity", "value"], [[k, v] for k, v in out.items()], left=(1,)))
+
+
+def learning_error_line(le: dict) -> str:
+    """One line for a measured learning error (mdmt.constructions.reverse.learning.learning_error's dict)."""
+    return (f"learning error (nats/token): mean {le['mean']:.4g} (95% CI {le['ci'][0]:.4g}..{le['ci'][1]:.4g}), "
+            f"q90 {le['q90']:.4g}, q99 {le['q99']:.4g}, max {le['max']:.4g}")

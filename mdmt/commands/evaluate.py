@@ -15,7 +15,8 @@ another of the same vocabulary) it reports
 
 from __future__ import annotations
 
-from ._common import add_json, add_length, add_num, add_schedule, add_seed, at_least, format_table, int_list, print_json
+from ._common import (add_json, add_length, add_num, add_schedule, add_seed, at_least, format_table, int_list,
+                      learning_error_line, print_json)
 
 
 def add_arguments(p):
@@ -91,9 +92,7 @@ def run(args) -> int:
         print(f"paired validation gap (model NLL - exact -ln q(x), nats/token, {g['num']} sequences): "
               f"{g['gap']:+.4f} (95% CI {g['ci'][0]:+.4f}..{g['ci'][1]:+.4f}); exact -ln q(x)/L = {g['exact_nll']:.4f}")
     if "learning_error" in res:
-        le = res["learning_error"]
-        print(f"learning error (nats/token): mean {le['mean']:.4g} (95% CI {le['ci'][0]:.4g}..{le['ci'][1]:.4g}), "
-              f"q90 {le['q90']:.4g}, q99 {le['q99']:.4g}, max {le['max']:.4g}")
+        print(learning_error_line(res["learning_error"]))
     print(format_table(["N", "NFE", "SER", "SER 95% CI", "gen. perplexity", "95% CI"],
                        [[p["N"], p["nfe_mean"], p["ser"], f"{p['ser_ci'][0]:.4f}..{p['ser_ci'][1]:.4f}",
                          p["gen_perplexity"], f"{p['gen_perplexity_ci'][0]:.4f}..{p['gen_perplexity_ci'][1]:.4f}"]

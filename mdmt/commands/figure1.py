@@ -39,7 +39,7 @@ def add_arguments(p):
                    help="optimizer steps per model (default: the architecture's recipe)")
     p.add_argument("--batch", type=int, default=None, help="training and sampling batch (default: the recipe's)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the recipe's)")
-    p.add_argument("--estimator", choices=("count", "time"), default=None,
+    p.add_argument("--estimator", choices=("count", "time", "harmonic"), default=None,
                    help="NELBO estimator of the MDM's training (default: the recipe's)")
     p.add_argument("--num", "-M", type=int, default=None, help="number of samples per point (default: the scale's)")
     p.add_argument("--learning-error-num", type=int, default=None,

@@ -18,7 +18,7 @@ training with an error and keeps the last good checkpoint.
 
 from __future__ import annotations
 
-from ._common import add_json, add_model, at_least, clean, format_table, print_json
+from ._common import add_json, add_model, at_least, clean, format_table, learning_error_line, print_json
 
 
 def add_arguments(p):
@@ -37,9 +37,9 @@ def add_arguments(p):
                         "finished run)")
     p.add_argument("--batch", type=int, default=None, help="batch size (default: the recipe's)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the recipe's)")
-    p.add_argument("--estimator", choices=("count", "time"), default=None,
-                   help="NELBO estimator of the MDM: count (m masked positions, m uniform, weight L/m) or time "
-                        "(MDLM's t ~ U(0,1), weight 1/t) (default: the recipe's)")
+    p.add_argument("--estimator", choices=("count", "time", "harmonic"), default=None,
+                   help="NELBO estimator of the MDM: count (m masked positions, m uniform, weight L/m), time "
+                        "(MDLM's t ~ U(0,1), weight 1/t) or harmonic (P(m) ~ 1/m, weight H_L) (default: the recipe's)")
     p.add_argument("--seed", type=int, default=None, help="random seed of initialization, data and noise (default 0)")
     p.add_argument("--ckpt-every", type=int, default=None, metavar="K",
                    help="write the checkpoint every K steps (default: every train-steps/20)")
@@ -153,9 +153,7 @@ def run(args) -> int:
     print(f"{res.step}/{cfg.train_steps} steps, {res.model.num_parameters()} parameters, {res.cpu_seconds:.0f} CPU s "
           f"of training; entropy rate {res.entropy_rate:.4f} nats/token; checkpoint {res.checkpoint}")
     if "learning_error" in summary:
-        le = summary["learning_error"]
-        print(f"learning error (nats/token): mean {le['mean']:.4g} (95% CI {le['ci'][0]:.4g}..{le['ci'][1]:.4g}), "
-              f"q90 {le['q90']:.4g}, q99 {le['q99']:.4g}, max {le['max']:.4g}")
+        print(learning_error_line(summary["learning_error"]))
     return 0
 
 
