@@ -183,6 +183,11 @@ JSON = switch("--json")
 FORCE = switch("--force")
 
 
+def POLICIES_OPT(flag):  # noqa: N802 (an option like the constants above)
+    return opt(flag, ["iid", "stride", "confidence", "threshold:0.5", "entropy-sum:1"],
+               ["x", "", "threshold:2", "iid:bogus", "entropy-sum:-1", "threshold:nan", "random:x"])
+
+
 def commands() -> dict:
     """Every subcommand's options: the valid values keep a run to a few seconds."""
     return {
@@ -237,6 +242,12 @@ def commands() -> dict:
                   opt("--steps", ["2"], ["0", "", "x", "-1"], required=True),
                   opt("--batch", [1, 2], required=True), opt("--vocab", [2, 8], required=True),
                   opt("--repeats", [1], BAD_INTS[:-2], required=True), opt("--device", ["cpu"], ["x", ""]), JSON],
+        "atlas": [LANGUAGE, opt("-L", [1, 2, 3], required=True), opt("-N", [1, 2], required=True), POLICIES_OPT("--processes"),
+                  opt("--out", OUT_FOLDERS, BAD_OUT_FOLDERS), JSON],
+        "adaptive sample": [LANGUAGE, opt("-L", [1, 3, 8], required=True), opt("-N", [1, 2, 4]), POLICIES_OPT("--policy"),
+                            opt("--num", [1, 8], BAD_INTS[:-2]), opt("--seed", [0, 2]), switch("--kl"), JSON],
+        "adaptive exact": [LANGUAGE, opt("-L", [1, 2, 3], required=True), opt("-N", [1, 2]), POLICIES_OPT("--policy"),
+                           JSON],
     }
 
 
