@@ -161,3 +161,41 @@ def write_bytes(path, data: bytes) -> Path:
     with atomic_file(path, "wb") as fh:
         fh.write(data)
     return Path(path)
+
+
+def write_csv(path, header: list[str], rows) -> Path:
+    """Rows (dicts keyed by ``header``, or sequences) as a CSV file with a header line, atomically.
+
+    A dict row may lack some columns (written empty) and hold others (not written).
+    """
+    import csv
+
+    with atomic_file(path, "w") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(header)
+        for r in rows:
+            w.writerow([r.get(h, "") for h in header] if isinstance(r, dict) else list(r))
+    return Path(path)
+
+
+def csv_header_is(path, header: list[str]) -> bool:
+    """Whether the file's first line is this CSV header (a ``same`` test for :func:`check_output_file`)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.readline().rstrip("\r\n") == ",".join(header)
+
+
+PNG_SOFTWARE = "mdmt"
+
+
+def save_figure(fig, path, software: str, **savefig) -> Path:
+    """A matplotlib figure as a PNG, atomically, tagged ``Software: mdmt <software>`` (see :func:`png_written_by`)."""
+    with atomic_file(path, "wb", encoding=None) as fh:
+        fig.savefig(fh, format="png", metadata={"Software": f"{PNG_SOFTWARE} {software}"}, **savefig)
+    return Path(path)
+
+
+def png_written_by(path, software: str) -> bool:
+    """Whether ``path`` is a PNG that :func:`save_figure` wrote for ``software`` (its tEXt chunk says so)."""
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 16)
+    return head.startswith(b"\x89PNG") and f"Software\x00{PNG_SOFTWARE} {software}".encode() in head

@@ -41,7 +41,6 @@ machines (the oracle curves on a CPU, the trained models on a GPU) merge by copy
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -52,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
+from mdmt.constructions.outputs import save_figure, write_csv
 from mdmt.constructions.validation import positive_int
 
 from .data import check_length
@@ -454,11 +454,8 @@ class Figure1:
         rows = self.rows()
         targets = steps_to_target(rows, self.cfg.schedule)
         if rows:
-            with open(self.out / "figure1.csv", "w", newline="") as fh:
-                w = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), restval="")
-                w.writeheader()
-                for r in rows:
-                    w.writerow({k: ("" if v is None else v) for k, v in r.items()})
+            write_csv(self.out / "figure1.csv", list(dict.fromkeys(k for r in rows for k in r)),
+                      [{k: ("" if v is None else v) for k, v in r.items()} for r in rows])
             plot_figure1(rows, targets, self.out / "figure1.png", model=self.cfg.model, length=self.cfg.length)
         prov = _read_json(self.out / "figure1.json") or {}
         runs = prov.get("provenance", [])
@@ -699,10 +696,10 @@ def plot_figure1(rows: list[dict], targets: list[dict], path, *, model: str = "t
         axes[2, j].axis("off")
     fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=4, fontsize=8, frameon=False,
                bbox_to_anchor=(0.5, 1.0))
-    fig.suptitle(f"Figure 1 (mdmt, {model} networks trained at L = {length}): TER saturates in N at every L, "
-                 f"SER needs N growing with L", y=1.03, fontsize=12)
+    fig.suptitle(f"Figure 1 (mdmt): TER gap and SER against sampling steps N; oracle MDM at every L, "
+                 f"{model} networks trained at L = {length}", y=1.03, fontsize=12)
     fig.tight_layout(rect=(0, 0, 1, 0.93))
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    save_figure(fig, path, "figure1", dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 

@@ -74,8 +74,10 @@ def add_arguments(p):
 
 def run(args) -> int:
     if getattr(args, "out", None) and args.kind in ("ser", "ter"):
+        from mdmt.constructions.outputs import check_output_folder
         from mdmt.provenance import record
 
+        check_output_folder(args.out)  # before the work
         args.provenance = record()  # the command, commit and machine, taken when the run starts
     return {"sample": _sample, "exact": _exact, "ser": _ser, "ter": _ter}[args.kind](args)
 
@@ -235,22 +237,20 @@ def _save(res, out, name, provenance):
 
     from ._common import clean
 
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    from mdmt.constructions.outputs import make_folder, write_text
+
+    folder = make_folder(Path(out))
     res["provenance"] = provenance
-    (folder / f"{name}.json").write_text(json.dumps(clean(res), indent=1, allow_nan=False) + "\n")
+    write_text(folder / f"{name}.json", json.dumps(clean(res), indent=1, allow_nan=False) + "\n")
     return folder
 
 
 def _csv(path, rows, keys):
-    import csv
+    from mdmt.constructions.outputs import write_csv
 
     from ._common import clean
 
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys, extrasaction="ignore")
-        w.writeheader()
-        w.writerows([clean(r) for r in rows])
+    write_csv(path, keys, [clean(r) for r in rows])
 
 
 def _colors(keys):
@@ -265,6 +265,8 @@ def _write_ser(res, out, provenance):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from mdmt.constructions.outputs import save_figure
 
     folder = _save(res, out, "adaptive_ser", provenance)
     _csv(folder / "adaptive_ser.csv", res["curves"] + res["min_steps"],
@@ -311,7 +313,7 @@ def _write_ser(res, out, provenance):
     h2, l2 = axes[1, 0].get_legend_handles_labels()
     fig.legend(handles + h2, labels + l2, loc="center right", fontsize=7)
     fig.tight_layout(rect=(0, 0, 1 - 2.0 / (4.4 * len(ls) + 2.2), 1))
-    fig.savefig(folder / "adaptive_ser.png", dpi=120)
+    save_figure(fig, folder / "adaptive_ser.png", "adaptive ser", dpi=120)
     plt.close(fig)
 
 
@@ -320,6 +322,8 @@ def _write_ter(res, out, provenance):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from mdmt.constructions.outputs import save_figure
 
     folder = _save(res, out, "adaptive_ter", provenance)
     _csv(folder / "adaptive_ter.csv", res["rows"],
@@ -343,5 +347,5 @@ def _write_ter(res, out, provenance):
     ax.set_title(res["language"], fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(folder / "adaptive_ter.png", dpi=120)
+    save_figure(fig, folder / "adaptive_ter.png", "adaptive ter", dpi=120)
     plt.close(fig)

@@ -34,8 +34,10 @@ def run(args) -> int:
 
     prov = None
     if args.out:
+        from mdmt.constructions.outputs import check_output_folder
         from mdmt.provenance import record
 
+        check_output_folder(args.out)  # before the work
         prov = record()  # the command, commit and machine, taken when the run starts
     lang = load_language(args.language)
     res = atlas(lang, args.length, args.steps, args.processes)
@@ -59,23 +61,19 @@ def run(args) -> int:
 
 
 def _write(res: dict, out: str, provenance: dict) -> None:
-    import csv
     import json
     from pathlib import Path
 
     from mdmt.bounds.atlas import COLUMNS
+    from mdmt.constructions.outputs import make_folder, write_csv, write_text
 
     from ._common import clean
 
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = make_folder(Path(out))
     res["provenance"] = provenance
     keys = list(COLUMNS) + [k for k in dict.fromkeys(k for r in res["rows"] for k in r) if k not in COLUMNS]
-    with open(folder / "atlas.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys, restval="")
-        w.writeheader()
-        w.writerows([clean(r) for r in res["rows"]])
-    (folder / "atlas.json").write_text(json.dumps(clean(res), indent=1, allow_nan=False) + "\n")
+    write_csv(folder / "atlas.csv", keys, [clean(r) for r in res["rows"]])
+    write_text(folder / "atlas.json", json.dumps(clean(res), indent=1, allow_nan=False) + "\n")
     _plot(res, folder / "atlas.png")
 
 
@@ -101,5 +99,7 @@ def _plot(res: dict, path) -> None:
                  f"(TC={inst['total_correlation']:.3g}, DTC={inst['dual_total_correlation']:.3g})", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from mdmt.constructions.outputs import save_figure
+
+    save_figure(fig, path, "atlas", dpi=120)
     plt.close(fig)

@@ -1,14 +1,17 @@
 """``mdmt curve ter|ser``: bound curves and the step counts they imply (Theorems 4.2-4.4)."""
 
-import csv
 import math
 
-from ._common import add_json, add_length, at_least, format_table, int_list, print_json
+from ._common import add_force, add_json, add_length, at_least, format_table, int_list, print_json
+
+HEADERS = {"ter": ["L", "N", "chain_bound", "theorem42_bound"], "ser": ["N", "C", "oracle_ser", "theorem44_lower",
+                                                                        "theorem43_upper"]}
 
 
 def _outputs(p):
     p.add_argument("--csv", help="write the rows to this CSV file")
     p.add_argument("--plot", help="write a PNG plot to this file")
+    add_force(p)
     add_json(p)
 
 
@@ -49,7 +52,14 @@ def _finite(flag: str, value, low: float = 0.0, low_open: bool = False, high: fl
 
 def run(args) -> int:
     from mdmt.bounds.curves import ser_curve, ter_curve
+    from mdmt.constructions.outputs import check_output_file, csv_header_is, png_written_by, write_csv
 
+    header = HEADERS[args.kind]
+    if args.csv:  # before the work: a bad path, or a file that is not mdmt's, fails at once
+        check_output_file(args.csv, force=args.force, same=lambda p: csv_header_is(p, header), flag="--csv")
+    if args.plot:
+        check_output_file(args.plot, force=args.force, same=lambda p: png_written_by(p, f"curve {args.kind}"),
+                          flag="--plot")
     eps_learning = _finite("--eps-learning", args.eps_learning)
     if args.kind == "ter":
         lengths = sorted(set(int_list("--lengths", args.lengths)))
@@ -57,17 +67,12 @@ def run(args) -> int:
         at_least("--vocab", args.vocab, 2)
         eps = _finite("--eps", args.eps, 0.0, low_open=True, high=1.0)
         out = ter_curve(args.n, eps, lengths, args.vocab, eps_learning, args.schedule)
-        header = ["L", "N", "chain_bound", "theorem42_bound"]
     else:
         at_least("--interval-length", args.interval_length, 2)
         at_least("--length", args.length, 1)
         out = ser_curve(args.interval_length, args.length, eps_learning)
-        header = ["N", "C", "oracle_ser", "theorem44_lower", "theorem43_upper"]
     if args.csv:
-        with open(args.csv, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=header)
-            w.writeheader()
-            w.writerows(out["rows"])
+        write_csv(args.csv, header, out["rows"])
     if args.plot:
         _plot(args.kind, out, args.plot)
     if args.json:
@@ -90,27 +95,36 @@ def _plot(kind, out, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from mdmt.constructions.outputs import save_figure
+
     fig, ax = plt.subplots(figsize=(6, 4))
     if kind == "ter":
         for L in sorted({r["L"] for r in out["rows"]}):
             rs = [r for r in out["rows"] if r["L"] == L]
             ax.loglog([r["N"] for r in rs], [r["chain_bound"] for r in rs], marker="o", label=f"chain bound, L={L}")
-        ax.axhline(out["target"], color="k", ls="--", label="eps_learning + 4 eps log|V|")
+        ax.axhline(out["target"], color="k", ls="--", label="Theorem 4.2 target ε_learning + 4ε log|V|")
         ax.set_xlabel("sampling steps N")
-        ax.set_ylabel("bound on KL(q||p_N)/L (nats/token)")
-        ax.set_title(f"TER: {out['n']}-gram, eps={out['eps']}, {out['schedule']} schedule")
+        ax.set_ylabel("chain bound on KL(q‖p_N)/L (nats/token)")
+        ax.set_title(f"TER bound against steps: {out['n']}-gram, |V| = {out['vocab']}, ε = {out['eps']}, "
+                     f"{out['schedule']} schedule", fontsize=10)
     else:
         rs = out["rows"]
         x = [r["C"] for r in rs]
-        ax.semilogx(x, [r["oracle_ser"] for r in rs], marker="o", label="exact oracle SER")
-        ax.semilogx(x, [r["theorem44_lower"] for r in rs], marker="s", label=f"Thm 4.4 lower bound (eps={out['eps_learning']:.3g})")
-        ax.semilogx(x, [r["theorem43_upper"] for r in rs], marker="^", label="Thm 4.3 upper bound (oracle)")
-        ax.axvline(out["critical_c"], color="k", ls="--", label=f"critical C = {out['critical_c']:.3g}")
-        ax.axhline(0.5, color="gray", ls=":")
-        ax.set_xlabel("C = N / L")
-        ax.set_ylabel("SER")
-        ax.set_title(f"SER: interval HMM l={out['interval_length']}, L={out['L']}")
-    ax.legend(fontsize=7)
+        # the exact SER drawn last and thick, the bounds thin and dashed: a bound lying on it stays visible
+        ax.semilogx(x, [r["theorem43_upper"] for r in rs], marker="^", ms=4, lw=1, ls="--", color="tab:green",
+                    label="Theorem 4.3 upper bound (oracle)")
+        ax.semilogx(x, [r["theorem44_lower"] for r in rs], marker="s", ms=3, lw=1, ls="--", color="tab:orange",
+                    label=f"Theorem 4.4 lower bound (ε = {out['eps_learning']:.3g})", zorder=3)
+        ax.semilogx(x, [r["oracle_ser"] for r in rs], marker="o", ms=8, mfc="none", lw=2.5, color="tab:blue",
+                    alpha=0.8, label="exact oracle SER 1 − ρ^(L/l)", zorder=2)
+        ax.axvline(out["critical_c"], color="k", ls="--", lw=1, label=f"critical C = {out['critical_c']:.3g} (exact)")
+        ax.axvline(out["theorem44_constant"], color="tab:red", ls=":", lw=1.5,
+                   label=f"Theorem 4.4: C₀ = {out['theorem44_constant']:.3g} (SER > 1/2 for N ≤ C₀ L)")
+        ax.axhline(0.5, color="gray", ls=":", lw=1)
+        ax.set_xlabel("C = N / L (linear schedule)")
+        ax.set_ylabel("sequence error rate")
+        ax.set_title(f"SER against steps: interval HMM, l = {out['interval_length']}, L = {out['L']}")
+    ax.legend(fontsize=7, loc="best", framealpha=0.9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, f"curve {kind}", dpi=120)
     plt.close(fig)

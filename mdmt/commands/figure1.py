@@ -57,6 +57,7 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
+    from mdmt.constructions.outputs import write_text
     from mdmt.empirical.experiments import Figure1, Figure1Config, markdown_tables
     from mdmt.provenance import describe, record
 
@@ -72,8 +73,7 @@ def run(args) -> int:
                   jobs=args.jobs)
     result = fig.run()
     md = markdown_tables(result)
-    (Path(args.out) / "figure1.md").write_text(
-        "\n".join(describe(p) for p in result["provenance"]) + "\n\n" + md)
+    write_text(Path(args.out) / "figure1.md", "\n".join(describe(p) for p in result["provenance"]) + "\n\n" + md)
     if args.json:
         print_json(result)
         return 0
