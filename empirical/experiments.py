@@ -239,11 +239,9 @@ class Figure1:
                  log=print, provenance: dict | None = None, jobs: int = 1):
         self.cfg, self.out, self.progress, self.log = cfg, Path(out), progress, log
         self.jobs = positive_int("jobs", jobs)
-        from .train import default_device
+        from .device import torch_device
 
-        import torch
-
-        self.device = torch.device(device) if device is not None else default_device()
+        self.device = torch_device(device)
         self.provenance = provenance
         self._check_config()
 

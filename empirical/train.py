@@ -71,6 +71,7 @@ from mdmt.constructions.languages.spec import canonical_spec, language_from_spec
 from mdmt.constructions.validation import positive_int, token_array
 
 from .checkpoint import check_writable, load_checkpoint, save_checkpoint
+from .device import torch_device
 from .model import (ModelConfig, Transformer, ar_loss, autocast, count_noise, diffusion_noise, estimated_bytes,
                     harmonic_noise, mdm_loss, mdm_loss_count, mdm_loss_harmonic)
 
@@ -115,10 +116,6 @@ def lr_factor(step: int, total: int, warmup_frac: float, restarts=()) -> float:
     return cosine_with_warmup(step - a, b - a, int(round(warmup_frac * (b - a))))
 
 
-def default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
 class _Dist:
     """Rank and world size of a torchrun launch (1 process otherwise); sets up the process group once."""
 
@@ -130,7 +127,7 @@ class _Dist:
         self.rank = int(os.environ.get("RANK", "0"))
         self.on = self.world > 1
         if device is not None:
-            self.device = torch.device(device)
+            self.device = torch_device(device)
         elif torch.cuda.is_available():
             self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) if self.on else 0)
         else:

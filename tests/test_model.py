@@ -84,3 +84,16 @@ def test_bad_tokens_raise_value_error():
         MDMDenoiser(m)(np.array([[0, 1, 7, MASK, 0, 0, 0, 0]]))
     with pytest.raises(ValueError, match="seq_len"):
         m(torch.zeros(1, 9, dtype=torch.long))
+
+
+def test_devices_are_checked_by_name():
+    from mdmt.empirical.device import torch_device
+
+    assert torch_device("cpu") == torch.device("cpu")
+    assert torch_device(None).type in ("cpu", "cuda")
+    for bad in ("x", "", "vulkan", 3.5):
+        with pytest.raises(ValueError, match="device"):
+            torch_device(bad)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA device"):
+            torch_device("cuda:7")

@@ -32,10 +32,12 @@ def add_arguments(p):
 
 def load_network(path: str, language: str | None, length: int | None, device=None):
     """(model, language SPEC, language, L) of a checkpoint, the language and L defaulting to the checkpoint's."""
-    from mdmt.empirical.train import default_device, load_run
+    from mdmt.empirical.device import torch_device
+    from mdmt.empirical.train import load_run
 
+    device = torch_device(device)  # checked before the checkpoint is read
     model, cfg, _ = load_run(path)
-    model = model.to(device or default_device())
+    model = model.to(device)
     spec = language or cfg.language
     if spec is None:
         raise ValueError(f"checkpoint {path} does not name its language; give --language")

@@ -54,13 +54,13 @@ def run(args) -> int:
     from mdmt.constructions.resources import check_memory
     from mdmt.empirical.model import ModelConfig, Transformer, estimated_bytes
     from mdmt.empirical.sampling import MDMDenoiser, ar_sample, ddpm_cache
-    from mdmt.empirical.train import default_device
+    from mdmt.empirical.device import torch_device
 
     lengths = int_list("--lengths", args.lengths)
     steps = int_list("--steps", args.steps)
     for name, v in (("--batch", args.batch), ("--vocab", args.vocab), ("--repeats", args.repeats)):
         at_least(name, v)
-    device = torch.device(args.device) if args.device else default_device()
+    device = torch_device(args.device)
 
     for L in lengths:  # before any work: every configuration must fit
         for causal in (True, False):
