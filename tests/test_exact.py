@@ -51,9 +51,23 @@ def test_exact_law_equals_enumeration_over_assignments(lang, L, pi, perturbed):
     res = exact_output_law(lang, L, pi, den)
     np.testing.assert_allclose(res.p[m], pN[m], atol=1e-12)
     assert res.ser == pytest.approx(1 - pN[m].sum(), abs=1e-12)
+    assert full.ser == pytest.approx(1 - pN[m].sum(), abs=1e-12)  # the law everywhere: SER still counts q(x) = 0
     chain = chain_quantities(lang, L, pi, den)
     assert chain["expected_assignment_kl"] == pytest.approx(ekl, rel=1e-9, abs=1e-12)  # the linearity formula
     assert res.kl_nats <= chain["expected_assignment_kl"] + 1e-12  # (C1)
+
+
+def test_ser_of_the_law_everywhere_counts_only_the_support():
+    """interval:2 at L = 4, N = 1: every position in one step; an interval's two bits agree with probability 1/2.
+
+    By hand: two intervals, each consistent with probability 1/2, so SER = 1 - 1/4 = 3/4.
+    """
+    from mdmt import language_from_spec
+
+    lang = language_from_spec("interval:2")
+    for support_only in (True, False):
+        res = exact_output_law(lang, 4, [1.0], support_only=support_only)
+        assert res.ser == pytest.approx(0.75, abs=1e-12)
 
 
 @given(small_languages(), st.integers(2, 4), st.integers(0, 2**31), st.booleans())
