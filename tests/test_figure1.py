@@ -33,6 +33,19 @@ def _strip(rows):
     return {_key(r): {k: v for k, v in r.items() if k != "seconds"} for r in rows}
 
 
+def _same_up_to_float32(got: dict, want: dict) -> None:
+    """Rows equal, except that numbers computed from the network's float32 outputs (the measured learning error
+    and what uses it) may differ by the rounding of a float32 reduction run with another thread count."""
+    assert got.keys() == want.keys()
+    for k, row in want.items():
+        assert got[k].keys() == row.keys(), k
+        for f, v in row.items():
+            if isinstance(v, float) and isinstance(got[k][f], float):
+                assert got[k][f] == pytest.approx(v, rel=1e-6, abs=1e-12), (k, f)
+            else:
+                assert got[k][f] == v, (k, f)
+
+
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("fig1")
@@ -109,7 +122,7 @@ def test_training_in_worker_processes_gives_the_same_numbers(full_run, tmp_path)
     cfg = Figure1Config(**{**TOY, "ser_languages": (), "kinds": ("mdm", "ar")})
     par = Figure1(cfg, out, device="cpu", progress=False, log=lambda *_: None, jobs=2).run()
     want = {k: v for k, v in _strip(res["rows"]).items() if k[0] == TER and k[1] != "oracle"}
-    assert _strip(par["rows"]) == want
+    _same_up_to_float32(_strip(par["rows"]), want)
 
 
 def test_interrupted_training_resumes(tmp_path):
