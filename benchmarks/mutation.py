@@ -19,6 +19,7 @@ the catalogue with the reason, and count in neither score.
     python benchmarks/mutation.py --only M01,M19       # some
     python benchmarks/mutation.py --no-pytest          # verify only
     python benchmarks/mutation.py --out docs/results/mutation.md
+    python benchmarks/mutation.py --from-log run1.txt run2.txt --out docs/results/mutation.md   # runs in parts
 
 Not part of CI.  It edits the working tree (and restores it, also on Ctrl-C); run it on a clean tree.
 """
@@ -29,6 +30,7 @@ import argparse
 import datetime
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -192,7 +194,20 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="comma-separated mutant ids")
     ap.add_argument("--no-pytest", action="store_true", help="run mdmt verify --quick only")
     ap.add_argument("--out", help="write the markdown report here")
+    ap.add_argument("--timeout", type=float, default=600.0,
+                    help="seconds for each verify or pytest run of a mutant; a run that takes longer counts as "
+                         "catching it (a hang is noticed) (default 600)")
+    ap.add_argument("--from-log", nargs="+", metavar="LOG",
+                    help="no runs: build the report from the printed lines of earlier runs (e.g. one stopped and "
+                         "continued with --only)")
     args = ap.parse_args(argv)
+    if args.from_log:
+        results = from_logs(args.from_log)
+        report = render(results, None, args)
+        print(report)
+        if args.out:
+            Path(args.out).write_text(report)
+        return 0
     chosen = [m for m in MUTANTS if not args.only or m.id in args.only.split(",")]
     files = sorted({m.path for m in chosen})
     dirty = subprocess.run(["git", "status", "--porcelain", "--", *files], cwd=ROOT, capture_output=True, text=True).stdout
@@ -215,10 +230,10 @@ def main(argv=None) -> int:
     for m in chosen:
         original = apply(m)
         try:
-            rc_v, t_v = run(verify_cmd, 600)
+            rc_v, t_v = run(verify_cmd, args.timeout)
             rc_p, t_p = None, 0.0
             for cmd in ([] if args.no_pytest else pytest_cmds):
-                rc_p, t = run(cmd, 3600)
+                rc_p, t = run(cmd, args.timeout)
                 t_p += t
                 if rc_p != 0:
                     break
@@ -238,6 +253,25 @@ def main(argv=None) -> int:
     return 0
 
 
+LINE = re.compile(r"^(M\d+) \S+: verify (killed|SURVIVED) \((\d+) s\)(?:, pytest (killed|SURVIVED) \((\d+) s\))?")
+
+
+def from_logs(paths) -> list[dict]:
+    """Results from the lines ``main`` prints, in catalogue order; a later log's line for a mutant wins."""
+    found = {}
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            m = LINE.match(line)
+            if m:
+                found[m.group(1)] = {"verify": m.group(2) == "killed", "pytest": None if m.group(4) is None else
+                                     m.group(4) == "killed", "t_verify": float(m.group(3)),
+                                     "t_pytest": float(m.group(5) or 0)}
+    missing = [m.id for m in MUTANTS if m.id not in found]
+    if missing:
+        raise SystemExit(f"no result for {', '.join(missing)} in {', '.join(paths)}")
+    return [{"mutant": m, **found[m.id]} for m in MUTANTS]
+
+
 def render(results, seconds, args) -> str:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     real = [r for r in results if not r["mutant"].equivalent]
@@ -246,10 +280,12 @@ def render(results, seconds, args) -> str:
     lines = [
         "# Mutation score of mdmt's checks",
         "",
-        f"Command: `python benchmarks/mutation.py{' --only ' + args.only if args.only else ''}"
-        f"{' --no-pytest' if args.no_pytest else ''}` at commit {commit}, {datetime.date.today()}, on "
-        f"{platform.machine()} ({os.cpu_count()} cores, shared with other jobs), python {platform.python_version()}; "
-        f"{seconds / 60:.0f} min wall.",
+        (f"Command: `python benchmarks/mutation.py{' --only ' + args.only if args.only else ''}"
+         f"{' --no-pytest' if args.no_pytest else ''} --timeout {args.timeout:g}` at commit {commit}, "
+         f"{datetime.date.today()}, on {platform.machine()} ({os.cpu_count()} cores, shared with other jobs), python "
+         f"{platform.python_version()}; {seconds / 60:.0f} min wall." if seconds is not None else
+         f"Report built at commit {commit} with `python benchmarks/mutation.py --from-log "
+         f"{' '.join(Path(p).name for p in args.from_log)}` from the printed lines of the runs named below."),
         "",
         f"**{len(results)} mutants, {len(results) - len(real)} equivalent.  Of the {len(real)} others, `mdmt verify --quick` "
         f"kills {kv} ({100 * kv / max(1, len(real)):.0f} %)"
