@@ -69,3 +69,11 @@ def test_linear_closed_form_and_exact_rho():
     assert rho_exact(3, [Fraction(1, 3)] * 3) == Fraction(6 * 8 + 18 * 4 + 3 * 1, 27 * 8)  # by hand, as above
     with pytest.raises(ValueError, match="l <= 256"):
         oracle_ser(300, 300, [1.0])
+
+
+def test_theorem44_bound_by_hand_at_l2_L4():
+    """l = 2, L = 4, pi = (1/2, 1/2), eps = 0, derived by hand: P_distinct(2) = 2! pi_1 pi_2 = 1/2, p_e(0) = 1/2,
+    so the bound is 1 - (1 - (1/2)(1 - 1/2))^(4/2) = 1 - (3/4)^2 = 7/16 (P_distinct of all L = 4 positions would be
+    0 with two steps, giving 3/4 instead)."""
+    assert ser_lower_bound(2, 4, [0.5, 0.5], 0.0) == pytest.approx(7 / 16, abs=1e-15)
+    assert mismatch_probability(0.0) == pytest.approx(0.5, abs=1e-15)
