@@ -159,8 +159,7 @@ MUTANTS = [
            "    return MISMATCH.evaluate(epsilon_learning=2 * learning_error_value(eps))", "mismatch_probability at 2 eps"),
     # --- the curves
     Mutant("M47", CUR, "        lo, hi = (mid, hi) if ser(mid) > 0.5 else (lo, mid)", "        lo, hi = (mid, hi) if ser(mid) >= 0.5 else (lo, mid)",
-           "critical C with >= 1/2", equivalent="the exact oracle SER 1 - rho^(L/l) never equals 1/2 exactly in "
-                                                "float64 at the sizes used; the bisection takes the same branches"),
+           "critical C with >= 1/2 (not equivalent: at l = 2, L = 2, N = 1 the oracle SER is exactly 1/2)"),
     Mutant("M48", CUR, "    ok = lambda N: ter_chain_bound(n, L, N, V, eps, eps_learning, schedule) <= target + 1e-15  # noqa: E731",
            "    ok = lambda N: ter_chain_bound(n, L, N, V, eps, eps_learning, schedule) <= 0.9 * target  # noqa: E731",
            "minimal N against 90 % of the target"),
@@ -288,8 +287,8 @@ def render(results, seconds, args) -> str:
          f"{' '.join(Path(p).name for p in args.from_log)}` from the printed lines of the runs named below."),
         "",
         f"**{len(results)} mutants, {len(results) - len(real)} equivalent.  Of the {len(real)} others, `mdmt verify --quick` "
-        f"kills {kv} ({100 * kv / max(1, len(real)):.0f} %)"
-        + ("" if args.no_pytest else f" and `pytest` kills {kp} ({100 * kp / max(1, len(real)):.0f} %)") + ".**",
+        f"kills {kv} ({100 * kv / max(1, len(real)):.1f} %)"
+        + ("" if args.no_pytest else f" and `pytest` kills {kp} ({100 * kp / max(1, len(real)):.1f} %)") + ".**",
         "",
         "| id | file | mutant | verify | pytest |",
         "| --- | --- | --- | --- | --- |",
@@ -300,8 +299,10 @@ def render(results, seconds, args) -> str:
         p = "-" if r["pytest"] is None else ("killed" if r["pytest"] else "**survived**")
         what = m.what + (f" — *equivalent: {m.equivalent}*" if m.equivalent else "")
         lines.append(f"| {m.id} | `{m.path}` | {what} | {v} | {p} |")
-    survivors = [r for r in real if not r["verify"] or r["pytest"] is False]
-    lines += ["", "Surviving non-equivalent mutants: " + (", ".join(r["mutant"].id for r in survivors) or "none") + "."]
+    missed_v = [r["mutant"].id for r in real if not r["verify"]]
+    missed_p = [r["mutant"].id for r in real if r["pytest"] is False]
+    lines += ["", "Non-equivalent mutants that `mdmt verify --quick` misses: " + (", ".join(missed_v) or "none") + "; "
+              "that `pytest` misses: " + (", ".join(missed_p) or "none") + "."]
     return "\n".join(lines) + "\n"
 
 

@@ -45,12 +45,12 @@ from mdmt.constructions.reverse.tables import build_tables, support_table
 
 from . import rounding
 from .dependencies import dependencies_for_assignment, expected_dependencies_per_step
-from .interval_bounds import ser_lower_bound
+from .interval_bounds import mismatch_probability, ser_lower_bound
 from .intervals import Iv, LogSum, arb_bounds
 from .references import (ChainEval, IntervalLaw, Partitions, Reference, dependencies_by_segments,
                          expected_dependencies_exact, frac, kl_from, p_distinct_exact, partition_probabilities,
                          schedule_exact, ser_from)
-from .statements import (ALL, CHAIN_BOUND, LEMMA_A1, LEMMA_B8, SEPARATORS, THEOREM_42, THEOREM_42_DEPENDENCIES,
+from .statements import (ALL, CHAIN_BOUND, LEMMA_A1, LEMMA_B8, MISMATCH, SEPARATORS, THEOREM_42, THEOREM_42_DEPENDENCIES,
                          THEOREM_42_STEPS, THEOREM_43, THEOREM_44, THEOREM_44_ANY, THEOREM_44_BOUND, UNION_BOUND,
                          theorem_42_steps)
 
@@ -682,6 +682,11 @@ def interval_rows(quick: bool) -> list[Row]:
         if tol <= 1e-6:  # where the library's log-space P_distinct (lgamma of N) is too coarse, no informative row
             rows.append(agree("T44x", lab, "ser_lower_bound(eps=0) = statement", lib_b,
                               THEOREM_44_BOUND.arb(epsilon_learning=0, P_distinct_l=pl_lib, L=L, l=l, prec=256), tol))
+    # the library's p_e(eps) = the statement, at learning errors > 0: exp(-2 eps) / 2 within the library's exp rounding
+    for eps in (1 / 128, 0.05, 0.5):
+        lib_p = mismatch_probability(eps)
+        rows.append(agree("T44x", f"eps{eps:g}", "mismatch_probability = statement", lib_p,
+                          MISMATCH.arb(epsilon_learning=eps, prec=256), (rounding.ULP_LIB + 3) * rounding.U * lib_p))
     # at N = floor(C_0 L): the oracle (l = 2, eps = 0: tight) and the explicit bound (l = 5, eps = 1/128)
     for l, eps, L in ((2, 0.0, 10 ** 6), (5, 1 / 128, 10 ** 6), (5, 1 / 128, 1000), (3, 0.05, 3 * 10 ** 5)):
         C0 = THEOREM_44.evaluate(l=l, epsilon_learning=eps)
