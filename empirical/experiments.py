@@ -152,11 +152,12 @@ class Figure1Config:
             except ValueError as e:
                 raise ValueError(f"schedule {self.schedule!r} at N = {N} of the sweep: {e}") from None
         from mdmt.constructions.resources import check_memory
+        from mdmt.constructions.reverse.sampler import check_sample_memory
 
         from .model import ModelConfig, estimated_bytes
 
-        L = max(self.lengths)  # sizes before any work: the longest oracle point, the networks' training batch
-        check_memory(f"{self.num} samples of length {L} per point", 48 * self.num * L, "use smaller --lengths or --num")
+        # sizes before any work: the oracle sampler at the longest length, the networks' training batch
+        check_sample_memory(self.num, max(self.lengths), "use smaller --lengths or --num")
         if any(k in self.kinds for k in ("mdm", "ar")):
             net = ModelConfig.preset(self.model, 2, seq_len=self.length)
             check_memory(f"training the {self.model} network at L = {self.length} with batch {self.batch}",

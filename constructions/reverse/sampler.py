@@ -704,6 +704,13 @@ def _method(language, L, denoiser, method) -> tuple[str, _KernelModel | None]:
     return method, model
 
 
+def check_sample_memory(num: int, L: int, alternative: str = "draw fewer or shorter samples") -> None:
+    """Refuse (ResourceError) ``num`` samples of length L that :func:`sample_mdm` could not hold in memory:
+    the samples and their reveal steps (int64), and one block of random draws and states."""
+    check_memory(f"{num} samples of length {L} with their reveal steps",
+                 8 * (2 * num * L + num) + 32 * min(num, BLOCK) * L, alternative)
+
+
 def sample_mdm(language, L: int, pi, num: int, denoiser=None, seed=None, batch: int = 512,
                method: str = "auto") -> SampleResult:
     """Run the N-step sampler with the oracle (``denoiser=None``) or any denoiser; seeded, batched.
@@ -721,8 +728,7 @@ def sample_mdm(language, L: int, pi, num: int, denoiser=None, seed=None, batch: 
     pi = as_pi(pi)
     rng = as_rng(seed)
     t0 = time.perf_counter()
-    check_memory(f"{num} samples of length {L} with their reveal steps",
-                 8 * (2 * num * L + num) + 32 * min(num, BLOCK) * L, "draw fewer or shorter samples")
+    check_sample_memory(num, L)
     kind, model = _method(language, L, denoiser, method)
     den = denoiser if denoiser is not None else oracle_denoiser(language)
     samples = np.empty((num, L), dtype=np.int64)
