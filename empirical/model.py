@@ -72,6 +72,7 @@ class ModelConfig:
     n_heads: int = 4
     causal: bool = False  # False: MDM (bidirectional); True: AR baseline
     positions: str = "rotary+learned"  # one of POSITIONS: RoPE on q, k (as MDLM), absolute embeddings, ALiBi biases
+    neighbours: int = 0  # K: each position also embeds the input ids at offsets -K..K (MDM) or -K..-1 (AR); 0: off
 
     def __post_init__(self):
         for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads"):
@@ -82,6 +83,8 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.d_model = {self.d_model} is not divisible by n_heads = {self.n_heads}")
         if not isinstance(self.causal, bool):
             raise ValueError(f"ModelConfig.causal must be a bool, got {self.causal!r}")
+        if not isinstance(self.neighbours, int) or isinstance(self.neighbours, bool) or not 0 <= self.neighbours <= self.seq_len:
+            raise ValueError(f"ModelConfig.neighbours must be an integer in 0..seq_len = {self.seq_len}, got {self.neighbours!r}")
         if self.positions not in POSITIONS:
             raise ValueError(f"ModelConfig.positions must be one of {', '.join(POSITIONS)}, got {self.positions!r}")
         if "rotary" in self.positions and (self.d_model // self.n_heads) % 2:
@@ -116,7 +119,7 @@ def estimated_bytes(cfg: ModelConfig, batch: int) -> int:
     for the temporaries of the framework.
     """
     V, L, d = cfg.vocab_size, cfg.seq_len, cfg.d_model
-    params = (2 * V + 1 + L) * d + 12 * d * d * cfg.n_layers
+    params = (2 * V + 1 + L + 2 * cfg.neighbours * (V + 2)) * d + 12 * d * d * cfg.n_layers
     per_token = 9 * d + V + 2 * d * cfg.n_layers
     activations = batch * (cfg.n_heads * L * L + L * per_token)
     return 4 * params + 8 * activations
@@ -130,6 +133,7 @@ class KVCache:
         self.v: list[torch.Tensor | None] = [None] * n_layers
         self.capacity = capacity
         self.pos = 0  # number of positions already stored (advanced by the model after all layers)
+        self.ids: torch.Tensor | None = None  # (B, pos) input ids so far (the neighbour embedding looks back at them)
 
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store k, v (B, H, T, hd) at positions pos..pos+T-1; return all keys/values so far (B, H, pos+T, hd)."""
@@ -238,6 +242,8 @@ class Transformer(nn.Module):
             self.register_buffer("rot_sin", sin, persistent=False)
         if "alibi" in cfg.positions:
             self.register_buffer("alibi_slopes", alibi_slopes(cfg.n_heads), persistent=False)
+        if cfg.neighbours:  # one table of V + 2 ids (tokens, mask/BOS, outside the sequence) per offset
+            self.near = nn.Embedding(len(self.neighbour_offsets) * (cfg.vocab_size + 2), cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)  # no output for the mask token
@@ -257,6 +263,32 @@ class Transformer(nn.Module):
     def mask_id(self) -> int:
         return self.cfg.vocab_size
 
+    @property
+    def neighbour_offsets(self) -> list[int]:
+        """Offsets o of the neighbour embedding: -K..-1 and 1..K (MDM), -K..-1 (AR: no look-ahead)."""
+        K = self.cfg.neighbours
+        return [o for o in range(-K, 0 if self.cfg.causal else K + 1) if o]
+
+    def neighbour_embedding(self, idx: torch.Tensor, start: int, cache: KVCache | None) -> torch.Tensor:
+        """Sum over offsets o of E_o(id at position p + o) for positions p = start..start+T-1; (B, T, C).
+
+        A position outside the sequence (before 0, or at L or beyond) has the id V + 1.  With a KV
+        cache (AR decoding) the ids of the positions before ``start`` come from the cache.
+        """
+        B, T = idx.shape
+        K, outside = self.cfg.neighbours, self.cfg.vocab_size + 1
+        if cache is not None:
+            cache.ids = idx if cache.ids is None else torch.cat([cache.ids, idx], dim=1)  # (B, start + T)
+            ids = cache.ids
+        else:
+            ids = idx
+        pad = idx.new_full((B, K), outside)
+        ids = torch.cat([pad, ids, pad], dim=1)  # (B, K + start + T + K): position p sits at column K + p
+        x = 0
+        for j, o in enumerate(self.neighbour_offsets):
+            x = x + self.near(ids[:, K + start + o:K + start + o + T] + j * (outside + 1))  # (B, T, C)
+        return x
+
     def new_cache(self) -> KVCache:
         return KVCache(self.cfg.n_layers, self.cfg.seq_len)
 
@@ -274,6 +306,8 @@ class Transformer(nn.Module):
         rotary = None
         if "learned" in self.cfg.positions:
             x = x + self.pos(torch.arange(start, start + T, device=idx.device))[None]
+        if self.cfg.neighbours:
+            x = x + self.neighbour_embedding(idx, start, cache)
         if "rotary" in self.cfg.positions:
             rotary = (self.rot_cos[start:start + T], self.rot_sin[start:start + T])  # (T, hd/2) each
         bias = (alibi_bias(self.alibi_slopes, start, T, self.cfg.causal, idx.device)

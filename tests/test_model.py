@@ -54,9 +54,10 @@ def test_subs_output_is_one_hot_at_revealed_and_a_distribution_at_masked():
     assert torch.equal(p[rev].argmax(-1), x[rev]) and torch.all(p[rev].max(-1).values == 1.0)
 
 
-def test_mdm_is_bidirectional_and_ar_is_causal():
+@pytest.mark.parametrize("neighbours", [0, 2])
+def test_mdm_is_bidirectional_and_ar_is_causal(neighbours):
     for causal in (False, True):
-        m = _random_model(V=4, causal=causal)
+        m = _random_model(V=4, causal=causal, neighbours=neighbours)
         x = torch.randint(0, 4, (1, 8), generator=torch.Generator().manual_seed(2))
         y = x.clone()
         y[0, 6] = (y[0, 6] + 1) % 4  # change a late token
@@ -64,9 +65,9 @@ def test_mdm_is_bidirectional_and_ar_is_causal():
         assert (d < 1e-6) if causal else (d > 1e-4)
 
 
-@pytest.mark.parametrize("positions", POSITIONS)
-def test_kv_cache_logits_equal_uncached(positions):
-    m = _random_model(V=5, causal=True, L=12, positions=positions)
+@pytest.mark.parametrize("positions,neighbours", [(p, 0) for p in POSITIONS] + [("rotary+learned", 3)])
+def test_kv_cache_logits_equal_uncached(positions, neighbours):
+    m = _random_model(V=5, causal=True, L=12, positions=positions, neighbours=neighbours)
     x = torch.randint(0, 5, (3, 12), generator=torch.Generator().manual_seed(3))
     full = m(ar_input(x, 5))  # one pass with the causal mask
     cached = ar_logits(m, x, use_cache=True)
@@ -76,6 +77,24 @@ def test_kv_cache_logits_equal_uncached(positions):
     b = ar_sample(m, 6, 12, seed=4, use_cache=False)
     assert np.array_equal(a.samples, b.samples)  # same draws either way
 
+
+
+def test_neighbour_embedding_sees_exactly_the_offsets_it_names():
+    """The neighbour embedding alone (attention and MLP removed): position p depends on p - K .. p + K only."""
+    for causal, K in ((False, 2), (True, 2)):
+        m = _random_model(V=4, causal=causal, L=10, neighbours=K, positions="learned")
+        x = torch.randint(0, 4, (1, 10), generator=torch.Generator().manual_seed(5))
+        base = m.neighbour_embedding(x, 0, None)[0]  # (L, C)
+        for j in range(10):
+            y = x.clone()
+            y[0, j] = (y[0, j] + 1) % 4
+            changed = ((m.neighbour_embedding(y, 0, None)[0] - base).abs().amax(-1) > 1e-6).nonzero().flatten().tolist()
+            want = [p for p in range(10) if (j < p <= j + K if causal else 0 < abs(p - j) <= K)]
+            assert changed == want, (causal, j, changed)
+    with pytest.raises(ValueError, match="neighbours must be an integer in 0..seq_len = 8, got -1"):
+        ModelConfig(seq_len=8, neighbours=-1)
+    m = _random_model(V=3, L=8, neighbours=2)  # a shorter input: positions past its end read as outside
+    assert m(torch.zeros(2, 5, dtype=torch.long)).shape == (2, 5, 3)
 
 
 def test_bad_tokens_raise_value_error():

@@ -31,6 +31,9 @@ def add_arguments(p):
     p.add_argument("--ar", action="store_true", help="train the autoregressive baseline instead of the MDM")
     p.add_argument("--positions", default=None,
                    help="position encoding: rotary+learned (default), rotary or learned")
+    p.add_argument("--neighbours", type=int, default=None, metavar="K",
+                   help="embed the tokens at offsets -K..K of each position (AR: -K..-1) as well; 0: off "
+                        "(default: the architecture's)")
     p.add_argument("--length", "-L", type=int, default=None, help="sequence length L (default: the architecture's)")
     p.add_argument("--train-steps", type=int, default=None,
                    help="optimizer steps (default: the architecture's recipe; with --resume, more steps extend a "
@@ -62,8 +65,6 @@ def _config(args, language: str, length: int, lang, resumed):
     if resumed is not None:
         base = resumed
         model = base.model
-        if args.positions is not None:
-            model = model.with_(positions=args.positions)
         if args.ar != model.causal:
             raise ValueError(f"OUT holds the checkpoint of an {'AR' if model.causal else 'MDM'} model; "
                              f"{'add' if model.causal else 'drop'} --ar")
@@ -71,7 +72,9 @@ def _config(args, language: str, length: int, lang, resumed):
         recipe = RECIPES[args.model]
         base = TrainConfig(model=ModelConfig.preset(args.model, lang.n_symbols, seq_len=length, causal=args.ar),
                            language=language, **recipe)
-        model = base.model if args.positions is None else base.model.with_(positions=args.positions)  # names the valid ones
+        model = base.model
+    arch = {k: v for k, v in (("positions", args.positions), ("neighbours", args.neighbours)) if v is not None}
+    model = model.with_(**arch)  # ModelConfig names the valid values; a resume names the settings that differ
     changes = {k: v for k, v in (("train_steps", args.train_steps), ("batch", args.batch), ("lr", args.lr),
                                  ("estimator", args.estimator), ("seed", args.seed), ("ckpt_every", args.ckpt_every),
                                  ("val_size", args.val_size)) if v is not None}
@@ -94,6 +97,7 @@ def run(args) -> int:
     for flag, value, least in (("--train-steps", args.train_steps, 1), ("--batch", args.batch, 1),
                                ("--length", args.length, 1), ("--learning-error-num", args.learning_error_num, 0),
                                ("--seed", args.seed, 0), ("--ckpt-every", args.ckpt_every, 1),
+                               ("--neighbours", args.neighbours, 0),
                                ("--val-size", args.val_size, 1)):
         at_least(flag, value, least)
     out = check_writable(args.out, "--out")
