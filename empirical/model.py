@@ -6,6 +6,14 @@ attention biases toward near positions, ``"...+alibi"``; Appendix E.2,
 Table 2: hidden 512, 8 layers, 8 heads, L = 512 -- the ``paper`` preset; ``tiny`` is a
 CPU-sized version with the same structure).  They differ only in the attention mask.
 
+Neighbour embedding (``ModelConfig.neighbours = K``, 0 = off; on in ``tiny``).  Each position
+also adds a learned embedding of the input id at each offset o = -K..-1, 1..K (the AR model:
+-K..-1 only, so it stays causal), one table per offset, positions outside the sequence reading a
+reserved id.  The posterior q(x_i | x_U) of an n-gram with every neighbour revealed is a product
+of n table entries over the window x_{i-n+1..i+n-1}; a bidirectional model must first route those
+2(n-1) neighbours to position i by attention, which a small model learns slowly (docs/empirical.md
+measures it).  The embedding hands them over directly; attention still sees the whole sequence.
+
 MDM (bidirectional attention).  The input is x_t with masked positions (``MASK = -1`` in
 sequences) fed as the extra input id ``V``.  The output is the SUBS parameterization of the
 reverse model p_theta(x_i | x_U), i.e. the denoiser of Eq. 3 (Section 3.2):
@@ -51,9 +59,9 @@ from mdmt.constructions.validation import MASK
 
 NEG = -1e6  # log-probability of an excluded token (exp underflows to exactly 0 in float32)
 
-# Table 2 of the paper, and a CPU-sized version with the same structure.
+# Table 2 of the paper, and a CPU-sized version with the same structure plus the neighbour embedding.
 PRESETS = {
-    "tiny": dict(d_model=64, n_layers=2, n_heads=4, seq_len=64),
+    "tiny": dict(d_model=64, n_layers=2, n_heads=4, seq_len=64, neighbours=3),
     "paper": dict(d_model=512, n_layers=8, n_heads=8, seq_len=512),
 }
 
@@ -98,6 +106,8 @@ class ModelConfig:
         arch = dict(PRESETS[name])
         if seq_len is not None:
             arch["seq_len"] = seq_len
+        if "neighbours" in arch:  # an offset of L or more reads "outside" at every position (a constant): dropped
+            arch["neighbours"] = min(arch["neighbours"], arch["seq_len"] - 1)
         return cls(vocab_size=vocab_size, causal=causal, **arch)
 
     def with_(self, **changes) -> "ModelConfig":

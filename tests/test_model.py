@@ -22,7 +22,9 @@ def test_config_validation_and_presets():
     p = ModelConfig.preset("paper", 8)
     assert (p.d_model, p.n_layers, p.n_heads, p.seq_len) == (512, 8, 8, 512)  # Table 2
     t = ModelConfig.preset("tiny", 8, causal=True)
-    assert (t.d_model, t.n_layers, t.n_heads, t.causal) == (64, 2, 4, True)
+    assert (t.d_model, t.n_layers, t.n_heads, t.causal, t.neighbours) == (64, 2, 4, True, 3)
+    assert ModelConfig.preset("tiny", 8, seq_len=2).neighbours == 1  # offsets >= L dropped
+    assert p.neighbours == 0  # Table 2's transformer as it is
     assert t.positions == "rotary+learned"
     with pytest.raises(ValueError, match="positions must be one of .* got 'sinusoidal'"):
         ModelConfig(positions="sinusoidal")
