@@ -69,6 +69,8 @@ VARIANTS = {
     "harmonic-d128": dict(estimator="harmonic", d_model=128),
     "harmonic-nb3": dict(estimator="harmonic", neighbours=3),
     "harmonic-nb3-lr3e-3": dict(estimator="harmonic", neighbours=3, lr=3e-3),
+    "harmonic-nb3-lr1e-2": dict(estimator="harmonic", neighbours=3, lr=1e-2),
+    "harmonic-nb3-l4-lr3e-3": dict(estimator="harmonic", neighbours=3, n_layers=4, lr=3e-3),
     "harmonic-nb3-d128": dict(estimator="harmonic", neighbours=3, d_model=128),
     "harmonic-nb3-d128-lr3e-3": dict(estimator="harmonic", neighbours=3, d_model=128, lr=3e-3),
     "harmonic-nb3-d128-lr3e-3-5000": dict(estimator="harmonic", neighbours=3, d_model=128, lr=3e-3, train_steps=5000),
