@@ -38,7 +38,7 @@ from mdmt.constructions.languages.spec import language_from_spec
 from mdmt.constructions.reverse.learning import learning_error
 from mdmt.constructions.validation import MASK
 from mdmt.empirical.model import (ModelConfig, Transformer, ar_loss, count_noise, diffusion_noise, harmonic_noise,
-                                  mdm_loss, mdm_loss_count, mdm_loss_harmonic, subs_log_probs)
+                                  mdm_input, mdm_loss, mdm_loss_count, mdm_loss_harmonic, subs_log_probs)
 from mdmt.provenance import record
 from mdmt.empirical.sampling import MDMDenoiser
 from mdmt.empirical.train import TrainConfig, batch_at, load_run, lr_factor, train
@@ -240,7 +240,7 @@ def train_on_posterior(language: str, name: str, out: Path, steps: int | None, t
         xt = torch.where(mask, torch.full_like(x, MASK), x)
         q = torch.as_tensor(lang.posterior_marginals(xt.numpy()), dtype=torch.float32)  # (B, L, V)
         model.train()
-        logp = torch.log_softmax(model(torch.where(mask, torch.full_like(x, cfg.model.vocab_size), x)), dim=-1)
+        logp = torch.log_softmax(model(mdm_input(xt, cfg.model.vocab_size)), dim=-1)
         loss = -(q * logp).sum(-1)[mask].sum() * weight / (cfg.batch * L)
         opt.zero_grad()
         loss.backward()

@@ -64,17 +64,14 @@ def _config(args, language: str, length: int, lang, resumed):
 
     if resumed is not None:
         base = resumed
-        model = base.model
-        if args.ar != model.causal:
-            raise ValueError(f"OUT holds the checkpoint of an {'AR' if model.causal else 'MDM'} model; "
-                             f"{'add' if model.causal else 'drop'} --ar")
+        if args.ar != base.model.causal:
+            raise ValueError(f"OUT holds the checkpoint of an {'AR' if base.model.causal else 'MDM'} model; "
+                             f"{'add' if base.model.causal else 'drop'} --ar")
     else:
-        recipe = RECIPES[args.model]
         base = TrainConfig(model=ModelConfig.preset(args.model, lang.n_symbols, seq_len=length, causal=args.ar),
-                           language=language, **recipe)
-        model = base.model
+                           language=language, **RECIPES[args.model])
     arch = {k: v for k, v in (("positions", args.positions), ("neighbours", args.neighbours)) if v is not None}
-    model = model.with_(**arch)  # ModelConfig names the valid values; a resume names the settings that differ
+    model = base.model.with_(**arch)  # ModelConfig names the valid values; a resume names the settings that differ
     changes = {k: v for k, v in (("train_steps", args.train_steps), ("batch", args.batch), ("lr", args.lr),
                                  ("estimator", args.estimator), ("seed", args.seed), ("ckpt_every", args.ckpt_every),
                                  ("val_size", args.val_size)) if v is not None}
