@@ -45,7 +45,7 @@ from mdmt.empirical.train import TrainConfig, batch_at, load_run, lr_factor, tra
 
 L = 64
 BASE = dict(d_model=64, n_layers=2, n_heads=4, estimator="time", lr=1e-3, batch=64, train_steps=2000, warmup_frac=0.1,
-            grad_clip=1.0, positions="rotary+learned", causal=False, neighbours=0)
+            grad_clip=1.0, positions="rotary+learned", causal=False, neighbours=0, window=0)
 #: name -> changes of BASE (the old ``tiny`` recipe of mdmt figure1).
 VARIANTS = {
     "base": {},
@@ -74,8 +74,12 @@ VARIANTS = {
     "harmonic-nb3-d128": dict(estimator="harmonic", neighbours=3, d_model=128),
     "harmonic-nb3-d128-lr3e-3": dict(estimator="harmonic", neighbours=3, d_model=128, lr=3e-3),
     "harmonic-nb3-d128-lr3e-3-5000": dict(estimator="harmonic", neighbours=3, d_model=128, lr=3e-3, train_steps=5000),
-    "tiny": dict(estimator="harmonic", neighbours=3, lr=3e-3, train_steps=6000),  # = the tiny preset and recipe
+    "tiny": dict(estimator="harmonic", neighbours=3, lr=3e-3, train_steps=6000),  # the tiny recipe before windows
     "tiny-ar": dict(neighbours=3, lr=3e-3, train_steps=6000, causal=True),
+    "harmonic-nb3-w3-lr3e-3": dict(estimator="harmonic", neighbours=3, window=3, lr=3e-3),
+    "harmonic-nb3-w4-lr3e-3": dict(estimator="harmonic", neighbours=3, window=4, lr=3e-3),
+    "tiny-w4": dict(estimator="harmonic", neighbours=3, window=4, lr=3e-3, train_steps=6000),  # = the tiny preset and recipe
+    "tiny-w4-ar": dict(neighbours=3, window=4, lr=3e-3, train_steps=6000, causal=True),
     "ar": dict(causal=True),
     "ar-alibi": dict(causal=True, positions="rotary+learned+alibi"),
 }
@@ -90,7 +94,7 @@ def configure(language: str, changes: dict, steps: int | None = None) -> TrainCo
         c["train_steps"] = steps
     model = ModelConfig(vocab_size=language_from_spec(language).n_symbols, seq_len=L, d_model=c["d_model"],
                         n_layers=c["n_layers"], n_heads=c["n_heads"], positions=c["positions"], causal=c["causal"],
-                        neighbours=c["neighbours"])
+                        neighbours=c["neighbours"], window=c["window"])
     return TrainConfig(model=model, language=language, train_steps=c["train_steps"], batch=c["batch"], lr=c["lr"],
                        estimator=c["estimator"], warmup_frac=c["warmup_frac"], grad_clip=c["grad_clip"],
                        val_size=1024, val_draws=8, seed=0)

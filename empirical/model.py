@@ -14,6 +14,14 @@ of n table entries over the window x_{i-n+1..i+n-1}; a bidirectional model must 
 2(n-1) neighbours to position i by attention, which a small model learns slowly (docs/empirical.md
 measures it).  The embedding hands them over directly; attention still sees the whole sequence.
 
+Window embedding (``ModelConfig.window = w``, 0 = off; ``tiny``: w = 4).  Each position also adds
+a learned embedding of the *joint* id of every run of w consecutive input ids inside its
+neighbourhood (offsets -K..K; AR: -K..0), one table of (V + 2)^w ids per run.  With every
+neighbour revealed the n-gram posterior's logit is a sum of n table terms, term k a function of
+the n - 1 other ids in the window x_{i-n+1+k..i+k}: for w = n those are exactly the runs, so a
+linear read-out of the summed embeddings can represent it, where single-token embeddings need
+the network to build each conjunction (docs/empirical.md measures the difference).
+
 MDM (bidirectional attention).  The input is x_t with masked positions (``MASK = -1`` in
 sequences) fed as the extra input id ``V``.  The output is the SUBS parameterization of the
 reverse model p_theta(x_i | x_U), i.e. the denoiser of Eq. 3 (Section 3.2):
@@ -61,10 +69,12 @@ NEG = -1e6  # log-probability of an excluded token (exp underflows to exactly 0 
 
 # Table 2 of the paper, and a CPU-sized version with the same structure plus the neighbour embedding.
 PRESETS = {
-    "tiny": dict(d_model=64, n_layers=2, n_heads=4, seq_len=64, neighbours=3),
+    "tiny": dict(d_model=64, n_layers=2, n_heads=4, seq_len=64, neighbours=3, window=4),
     "paper": dict(d_model=512, n_layers=8, n_heads=8, seq_len=512),
 }
 
+
+MAX_WINDOW_IDS = 1 << 20  # (V + 2)^w: rows of one window table (64 MiB at d = 16, float32)
 
 POSITIONS = ("rotary", "learned", "rotary+learned", "learned+alibi", "rotary+learned+alibi")
 
@@ -81,6 +91,7 @@ class ModelConfig:
     causal: bool = False  # False: MDM (bidirectional); True: AR baseline
     positions: str = "rotary+learned"  # one of POSITIONS: RoPE on q, k (as MDLM), absolute embeddings, ALiBi biases
     neighbours: int = 0  # K: each position also embeds the input ids at offsets -K..K (MDM) or -K..-1 (AR); 0: off
+    window: int = 0  # w: ... and the joint id of each run of w consecutive ids in -K..K (AR: -K..0); 0: off
 
     def __post_init__(self):
         for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads"):
@@ -93,6 +104,14 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.causal must be a bool, got {self.causal!r}")
         if not isinstance(self.neighbours, int) or isinstance(self.neighbours, bool) or not 0 <= self.neighbours <= self.seq_len:
             raise ValueError(f"ModelConfig.neighbours must be an integer in 0..seq_len = {self.seq_len}, got {self.neighbours!r}")
+        span = self.neighbours + 1 if self.causal else 2 * self.neighbours + 1  # offsets a run may use
+        if not isinstance(self.window, int) or isinstance(self.window, bool) or not (
+                self.window == 0 or 2 <= self.window <= span):
+            raise ValueError(f"ModelConfig.window must be 0 or an integer in 2..{span} (runs inside the neighbourhood "
+                             f"of neighbours = {self.neighbours}), got {self.window!r}")
+        if self.window and (self.vocab_size + 2) ** self.window > MAX_WINDOW_IDS:
+            raise ValueError(f"ModelConfig.window = {self.window} needs (V + 2)^w = {(self.vocab_size + 2) ** self.window} "
+                             f"ids per table (V = {self.vocab_size}); at most {MAX_WINDOW_IDS} fit")
         if self.positions not in POSITIONS:
             raise ValueError(f"ModelConfig.positions must be one of {', '.join(POSITIONS)}, got {self.positions!r}")
         if "rotary" in self.positions and (self.d_model // self.n_heads) % 2:
@@ -108,6 +127,10 @@ class ModelConfig:
             arch["seq_len"] = seq_len
         if "neighbours" in arch:  # an offset of L or more reads "outside" at every position (a constant): dropped
             arch["neighbours"] = min(arch["neighbours"], arch["seq_len"] - 1)
+        if arch.get("window"):  # runs must fit in the (possibly shortened) neighbourhood
+            K = arch["neighbours"]
+            w = min(arch["window"], K + 1 if causal else 2 * K + 1)
+            arch["window"] = w if w >= 2 else 0
         return cls(vocab_size=vocab_size, causal=causal, **arch)
 
     def with_(self, **changes) -> "ModelConfig":
@@ -129,7 +152,9 @@ def estimated_bytes(cfg: ModelConfig, batch: int) -> int:
     for the temporaries of the framework.
     """
     V, L, d = cfg.vocab_size, cfg.seq_len, cfg.d_model
-    params = (2 * V + 1 + L + 2 * cfg.neighbours * (V + 2)) * d + 12 * d * d * cfg.n_layers
+    K, w = cfg.neighbours, cfg.window
+    runs = ((K + 2 - w) if cfg.causal else (2 * K + 2 - w)) if w else 0
+    params = (2 * V + 1 + L + 2 * K * (V + 2) + runs * (V + 2) ** w) * d + 12 * d * d * cfg.n_layers
     per_token = 9 * d + V + 2 * d * cfg.n_layers
     activations = batch * (cfg.n_heads * L * L + L * per_token)
     return 4 * params + 8 * activations
@@ -254,6 +279,8 @@ class Transformer(nn.Module):
             self.register_buffer("alibi_slopes", alibi_slopes(cfg.n_heads), persistent=False)
         if cfg.neighbours:  # one table of V + 2 ids (tokens, mask/BOS, outside the sequence) per offset
             self.near = nn.Embedding(len(self.neighbour_offsets) * (cfg.vocab_size + 2), cfg.d_model)
+        if cfg.window:  # one table of (V + 2)^w joint ids per run
+            self.runs = nn.Embedding(len(self.window_starts) * (cfg.vocab_size + 2) ** cfg.window, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)  # no output for the mask token
@@ -279,8 +306,16 @@ class Transformer(nn.Module):
         K = self.cfg.neighbours
         return [o for o in range(-K, 0 if self.cfg.causal else K + 1) if o]
 
+    @property
+    def window_starts(self) -> list[int]:
+        """First offsets a of the runs a..a+w-1 of the window embedding: inside -K..K (MDM), -K..0 (AR)."""
+        K, w = self.cfg.neighbours, self.cfg.window
+        return list(range(-K, (1 if self.cfg.causal else K + 1) - w + 1)) if w else []
+
     def neighbour_embedding(self, idx: torch.Tensor, start: int, cache: KVCache | None) -> torch.Tensor:
-        """Sum over offsets o of E_o(id at position p + o) for positions p = start..start+T-1; (B, T, C).
+        """Sum over offsets o of E_o(id at position p + o) for positions p = start..start+T-1; (B, T, C),
+        plus, with a window w, the sum over runs a of W_a(joint id of positions p + a .. p + a + w - 1),
+        the joint id of ids (c_0, .., c_{w-1}) being sum_j c_j (V + 2)^j.
 
         A position outside the sequence (before 0, or at L or beyond) has the id V + 1.  With a KV
         cache (AR decoding) the ids of the positions before ``start`` come from the cache.
@@ -297,6 +332,11 @@ class Transformer(nn.Module):
         x = 0
         for j, o in enumerate(self.neighbour_offsets):
             x = x + self.near(ids[:, K + start + o:K + start + o + T] + j * (outside + 1))  # (B, T, C)
+        for r, a in enumerate(self.window_starts):
+            joint = r * (outside + 1) ** self.cfg.window
+            for j in range(self.cfg.window):
+                joint = joint + ids[:, K + start + a + j:K + start + a + j + T] * (outside + 1) ** j
+            x = x + self.runs(joint)
         return x
 
     def new_cache(self) -> KVCache:
