@@ -79,6 +79,8 @@ VARIANTS = {
     "harmonic-nb3-w3-lr3e-3": dict(estimator="harmonic", neighbours=3, window=3, lr=3e-3),
     "harmonic-nb3-w4-lr3e-3": dict(estimator="harmonic", neighbours=3, window=4, lr=3e-3),
     "tiny-w4": dict(estimator="harmonic", neighbours=3, window=4, lr=3e-3, train_steps=6000),  # = the tiny preset and recipe
+    "tiny-nb6-w3": dict(estimator="harmonic", neighbours=6, window=3, lr=3e-3, train_steps=6000),
+    "tiny-nb4-w4": dict(estimator="harmonic", neighbours=4, window=4, lr=3e-3, train_steps=6000),
     "tiny-w4-ar": dict(neighbours=3, window=4, lr=3e-3, train_steps=6000, causal=True),
     "ar": dict(causal=True),
     "ar-alibi": dict(causal=True, positions="rotary+learned+alibi"),
