@@ -164,7 +164,10 @@ class Figure1Config:
                          estimated_bytes(net, self.batch), "use a smaller --length or --batch")
 
     def result_settings(self) -> dict:
-        return {k: getattr(self, k) for k in RESULT_FIELDS}
+        """RESULT_FIELDS, and the architecture of the preset (a preset changed between two runs changes the numbers)."""
+        from .model import PRESETS
+
+        return {**{k: getattr(self, k) for k in RESULT_FIELDS}, "architecture": dict(PRESETS[self.model])}
 
     def to_dict(self) -> dict:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}

@@ -101,6 +101,14 @@ def test_rerun_recomputes_nothing_and_changed_settings_are_refused(full_run):
     assert _strip(again["rows"]) == _strip(res["rows"])
     with pytest.raises(ValueError, match="train_steps"):
         _run(out, train_steps=7)
+    settings = json.loads((out / "config.json").read_text())["result_settings"]
+    assert settings["architecture"]["window"] == 4  # the tiny preset, recorded whole
+    older = out.parent / (out.name + "-older")  # a folder made before the preset changed: refused, not mixed
+    older.mkdir()
+    settings["architecture"] = {**settings["architecture"], "window": 0}
+    (older / "config.json").write_text(json.dumps({"result_settings": settings}))
+    with pytest.raises(ValueError, match=r"other settings \(architecture differ\)"):
+        _run(older)
 
 
 def test_parts_run_apart_merge_into_the_same_figure(full_run, tmp_path):

@@ -22,9 +22,12 @@ def test_config_validation_and_presets():
     p = ModelConfig.preset("paper", 8)
     assert (p.d_model, p.n_layers, p.n_heads, p.seq_len) == (512, 8, 8, 512)  # Table 2
     t = ModelConfig.preset("tiny", 8, causal=True)
-    assert (t.d_model, t.n_layers, t.n_heads, t.causal, t.neighbours) == (64, 2, 4, True, 3)
-    assert ModelConfig.preset("tiny", 8, seq_len=2).neighbours == 1  # offsets >= L dropped
-    assert p.neighbours == 0  # Table 2's transformer as it is
+    assert (t.d_model, t.n_layers, t.n_heads, t.causal, t.neighbours, t.window) == (64, 2, 4, True, 3, 4)
+    short = ModelConfig.preset("tiny", 8, seq_len=2)
+    assert (short.neighbours, short.window) == (1, 3)  # offsets >= L dropped, runs cut to the neighbourhood -1..1
+    assert ModelConfig.preset("tiny", 8, seq_len=2, causal=True).window == 2  # AR runs inside -1..0
+    assert ModelConfig.preset("tiny", 8, seq_len=1).window == 0  # no neighbours, no runs
+    assert p.neighbours == 0 and p.window == 0  # Table 2's transformer as it is
     assert t.positions == "rotary+learned"
     with pytest.raises(ValueError, match="positions must be one of .* got 'sinusoidal'"):
         ModelConfig(positions="sinusoidal")
@@ -56,10 +59,10 @@ def test_subs_output_is_one_hot_at_revealed_and_a_distribution_at_masked():
     assert torch.equal(p[rev].argmax(-1), x[rev]) and torch.all(p[rev].max(-1).values == 1.0)
 
 
-@pytest.mark.parametrize("neighbours", [0, 2])
-def test_mdm_is_bidirectional_and_ar_is_causal(neighbours):
+@pytest.mark.parametrize("neighbours,window", [(0, 0), (2, 0), (2, 3)])
+def test_mdm_is_bidirectional_and_ar_is_causal(neighbours, window):
     for causal in (False, True):
-        m = _random_model(V=4, causal=causal, neighbours=neighbours)
+        m = _random_model(V=4, causal=causal, neighbours=neighbours, window=window)
         x = torch.randint(0, 4, (1, 8), generator=torch.Generator().manual_seed(2))
         y = x.clone()
         y[0, 6] = (y[0, 6] + 1) % 4  # change a late token
@@ -67,9 +70,10 @@ def test_mdm_is_bidirectional_and_ar_is_causal(neighbours):
         assert (d < 1e-6) if causal else (d > 1e-4)
 
 
-@pytest.mark.parametrize("positions,neighbours", [(p, 0) for p in POSITIONS] + [("rotary+learned", 3)])
-def test_kv_cache_logits_equal_uncached(positions, neighbours):
-    m = _random_model(V=5, causal=True, L=12, positions=positions, neighbours=neighbours)
+@pytest.mark.parametrize("positions,neighbours,window",
+                         [(p, 0, 0) for p in POSITIONS] + [("rotary+learned", 3, 0), ("rotary+learned", 3, 3)])
+def test_kv_cache_logits_equal_uncached(positions, neighbours, window):
+    m = _random_model(V=5, causal=True, L=12, positions=positions, neighbours=neighbours, window=window)
     x = torch.randint(0, 5, (3, 12), generator=torch.Generator().manual_seed(3))
     full = m(ar_input(x, 5))  # one pass with the causal mask
     cached = ar_logits(m, x, use_cache=True)
@@ -97,6 +101,42 @@ def test_neighbour_embedding_sees_exactly_the_offsets_it_names():
         ModelConfig(seq_len=8, neighbours=-1)
     m = _random_model(V=3, L=8, neighbours=2)  # a shorter input: positions past its end read as outside
     assert m(torch.zeros(2, 5, dtype=torch.long)).shape == (2, 5, 3)
+
+
+@pytest.mark.parametrize("causal,K,w", [(False, 2, 3), (False, 2, 5), (True, 3, 2), (True, 2, 3)])
+def test_window_embedding_equals_tables_read_by_hand(causal, K, w):
+    """neighbour_embedding against a per-position loop over the tables: each offset's row plus, per
+    run a..a+w-1 inside the neighbourhood, the row of its joint id sum_j c_j (V + 2)^j."""
+    V, L = 3, 9
+    m = _random_model(V=V, causal=causal, L=L, neighbours=K, window=w, positions="learned")
+    x = torch.randint(0, V + 1, (2, L), generator=torch.Generator().manual_seed(6))  # tokens and the mask id
+    got = m.neighbour_embedding(x, 0, None)
+    hi = 0 if causal else K  # the neighbourhood: offsets -K..hi
+    starts = [a for a in range(-K, hi + 1) if a + w - 1 <= hi]
+    offsets = [o for o in range(-K, hi + 1) if o]
+    assert m.window_starts == starts and len(starts) == (K + 2 - w if causal else 2 * K + 2 - w)
+    for b in range(2):
+        c = [int(v) for v in x[b]]
+        at = lambda p: c[p] if 0 <= p < L else V + 1  # noqa: E731  (outside the sequence: id V + 1)
+        for p in range(L):
+            want = sum(m.near.weight[j * (V + 2) + at(p + o)] for j, o in enumerate(offsets))
+            for r, a in enumerate(starts):
+                joint = sum(at(p + a + j) * (V + 2) ** j for j in range(w))
+                want = want + m.runs.weight[r * (V + 2) ** w + joint]
+            assert torch.allclose(got[b, p], want, atol=1e-6), (b, p)
+
+
+def test_window_validation_names_the_value():
+    with pytest.raises(ValueError, match=r"window must be 0 or an integer in 2..5 .*neighbours = 2\), got 6"):
+        ModelConfig(neighbours=2, window=6)
+    with pytest.raises(ValueError, match=r"window must be 0 or an integer in 2..3 .* got 4"):
+        ModelConfig(neighbours=2, window=4, causal=True)  # AR runs end at offset 0
+    with pytest.raises(ValueError, match="got 1"):
+        ModelConfig(neighbours=2, window=1)  # a run of one id is the neighbour embedding
+    with pytest.raises(ValueError, match="got 2"):
+        ModelConfig(neighbours=0, window=2)
+    with pytest.raises(ValueError, match=r"window = 6 needs \(V \+ 2\)\^w = 1771561 ids per table \(V = 9\)"):
+        ModelConfig(vocab_size=9, neighbours=3, window=6)
 
 
 def test_bad_tokens_raise_value_error():
