@@ -146,7 +146,8 @@ def estimated_bytes(cfg: ModelConfig, batch: int) -> int:
     A guard against inputs that cannot fit (mdmt.constructions.resources), not a prediction:
     training keeps the activations of every layer and may need several times more.
 
-    Parameters ((V + 1) d + V d + L d + 12 d^2 per layer, float32) plus the activations of one layer
+    Parameters ((V + 1) d + V d + L d + 12 d^2 per layer, the neighbour tables 2K (V + 2) d and the
+    window tables (number of runs) (V + 2)^w d, float32) plus the activations of one layer
     and the output: attention scores (batch, heads, L, L), the residual stream and MLP (9 d per
     token), the logits (V per token), the KV cache (2 d per token per layer), all float32, doubled
     for the temporaries of the framework.

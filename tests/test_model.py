@@ -126,6 +126,15 @@ def test_window_embedding_equals_tables_read_by_hand(causal, K, w):
             assert torch.allclose(got[b, p], want, atol=1e-6), (b, p)
 
 
+@pytest.mark.parametrize("cfg", [ModelConfig.preset("tiny", 8), ModelConfig.preset("tiny", 8, causal=True),
+                                 ModelConfig(vocab_size=5, neighbours=2, window=3), ModelConfig(vocab_size=5)])
+def test_estimated_bytes_counts_every_table(cfg):
+    """With no batch the estimate is the float32 parameters; it leaves out only biases and LayerNorms (< 2 %)."""
+    from mdmt.empirical.model import Transformer, estimated_bytes
+
+    assert estimated_bytes(cfg, 0) / 4 == pytest.approx(Transformer(cfg).num_parameters(), rel=0.02)
+
+
 def test_window_validation_names_the_value():
     with pytest.raises(ValueError, match=r"window must be 0 or an integer in 2..5 .*neighbours = 2\), got 6"):
         ModelConfig(neighbours=2, window=6)
