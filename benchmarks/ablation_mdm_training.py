@@ -81,6 +81,7 @@ VARIANTS = {
     "tiny-w4": dict(estimator="harmonic", neighbours=3, window=4, lr=3e-3, train_steps=6000),  # = the tiny preset and recipe
     "tiny-nb6-w3": dict(estimator="harmonic", neighbours=6, window=3, lr=3e-3, train_steps=6000),
     "tiny-nb4-w4": dict(estimator="harmonic", neighbours=4, window=4, lr=3e-3, train_steps=6000),
+    "tiny-w4-l4": dict(estimator="harmonic", neighbours=3, window=4, n_layers=4, lr=3e-3, train_steps=6000),
     "tiny-w4-ar": dict(neighbours=3, window=4, lr=3e-3, train_steps=6000, causal=True),
     "ar": dict(causal=True),
     "ar-alibi": dict(causal=True, positions="rotary+learned+alibi"),
