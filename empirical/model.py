@@ -67,14 +67,14 @@ from mdmt.constructions.validation import MASK
 
 NEG = -1e6  # log-probability of an excluded token (exp underflows to exactly 0 in float32)
 
-# Table 2 of the paper, and a CPU-sized version with the same structure plus the neighbour embedding.
+# Table 2 of the paper, and a CPU-sized version with the same structure plus the neighbour and window embeddings.
 PRESETS = {
     "tiny": dict(d_model=64, n_layers=2, n_heads=4, seq_len=64, neighbours=3, window=4),
     "paper": dict(d_model=512, n_layers=8, n_heads=8, seq_len=512),
 }
 
 
-MAX_WINDOW_IDS = 1 << 20  # (V + 2)^w: rows of one window table (64 MiB at d = 16, float32)
+MAX_WINDOW_IDS = 1 << 20  # (V + 2)^w: rows of one window table (256 MiB at d = 64, float32)
 
 POSITIONS = ("rotary", "learned", "rotary+learned", "learned+alibi", "rotary+learned+alibi")
 
