@@ -76,6 +76,15 @@ PRESETS = {
 
 MAX_WINDOW_IDS = 1 << 20  # (V + 2)^w: rows of one window table (256 MiB at d = 64, float32)
 
+def neighbourhood_span(neighbours: int, causal: bool) -> int:
+    """How many offsets the neighbourhood of a position holds: -K..K (MDM, 2K + 1) or -K..0 (AR, K + 1).
+
+    Offset 0 is the position's own input (embedded by the token table); the neighbour embedding reads
+    the others, and the window embedding's runs of w ids lie inside it (span - w + 1 runs).
+    """
+    return neighbours + 1 if causal else 2 * neighbours + 1
+
+
 POSITIONS = ("rotary", "learned", "rotary+learned", "learned+alibi", "rotary+learned+alibi")
 
 
@@ -104,7 +113,7 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.causal must be a bool, got {self.causal!r}")
         if not isinstance(self.neighbours, int) or isinstance(self.neighbours, bool) or not 0 <= self.neighbours <= self.seq_len:
             raise ValueError(f"ModelConfig.neighbours must be an integer in 0..seq_len = {self.seq_len}, got {self.neighbours!r}")
-        span = self.neighbours + 1 if self.causal else 2 * self.neighbours + 1  # offsets a run may use
+        span = neighbourhood_span(self.neighbours, self.causal)
         if not isinstance(self.window, int) or isinstance(self.window, bool) or not (
                 self.window == 0 or 2 <= self.window <= span):
             raise ValueError(f"ModelConfig.window must be 0 or an integer in 2..{span} (runs inside the neighbourhood "
@@ -128,8 +137,7 @@ class ModelConfig:
         if "neighbours" in arch:  # an offset of L or more reads "outside" at every position (a constant): dropped
             arch["neighbours"] = min(arch["neighbours"], arch["seq_len"] - 1)
         if arch.get("window"):  # runs must fit in the (possibly shortened) neighbourhood
-            K = arch["neighbours"]
-            w = min(arch["window"], K + 1 if causal else 2 * K + 1)
+            w = min(arch["window"], neighbourhood_span(arch["neighbours"], causal))
             arch["window"] = w if w >= 2 else 0
         return cls(vocab_size=vocab_size, causal=causal, **arch)
 
@@ -146,16 +154,16 @@ def estimated_bytes(cfg: ModelConfig, batch: int) -> int:
     A guard against inputs that cannot fit (mdmt.constructions.resources), not a prediction:
     training keeps the activations of every layer and may need several times more.
 
-    Parameters ((V + 1) d + V d + L d + 12 d^2 per layer, the neighbour tables 2K (V + 2) d and the
-    window tables (number of runs) (V + 2)^w d, float32) plus the activations of one layer
-    and the output: attention scores (batch, heads, L, L), the residual stream and MLP (9 d per
-    token), the logits (V per token), the KV cache (2 d per token per layer), all float32, doubled
-    for the temporaries of the framework.
+    Parameters ((V + 1) d + V d + L d + 12 d^2 per layer, the neighbour tables (span - 1) (V + 2) d and
+    the window tables (span - w + 1) (V + 2)^w d, float32; ``neighbourhood_span``) plus the
+    activations of one layer and the output: attention scores (batch, heads, L, L), the residual
+    stream and MLP (9 d per token), the logits (V per token), the KV cache (2 d per token per
+    layer), all float32, doubled for the temporaries of the framework.
     """
     V, L, d = cfg.vocab_size, cfg.seq_len, cfg.d_model
-    K, w = cfg.neighbours, cfg.window
-    runs = ((K + 2 - w) if cfg.causal else (2 * K + 2 - w)) if w else 0
-    params = (2 * V + 1 + L + 2 * K * (V + 2) + runs * (V + 2) ** w) * d + 12 * d * d * cfg.n_layers
+    span, w = neighbourhood_span(cfg.neighbours, cfg.causal), cfg.window
+    runs = span - w + 1 if w else 0
+    params = (2 * V + 1 + L + (span - 1) * (V + 2) + runs * (V + 2) ** w) * d + 12 * d * d * cfg.n_layers
     per_token = 9 * d + V + 2 * d * cfg.n_layers
     activations = batch * (cfg.n_heads * L * L + L * per_token)
     return 4 * params + 8 * activations
@@ -305,13 +313,13 @@ class Transformer(nn.Module):
     def neighbour_offsets(self) -> list[int]:
         """Offsets o of the neighbour embedding: -K..-1 and 1..K (MDM), -K..-1 (AR: no look-ahead)."""
         K = self.cfg.neighbours
-        return [o for o in range(-K, 0 if self.cfg.causal else K + 1) if o]
+        return [o for o in range(-K, -K + neighbourhood_span(K, self.cfg.causal)) if o]
 
     @property
     def window_starts(self) -> list[int]:
         """First offsets a of the runs a..a+w-1 of the window embedding: inside -K..K (MDM), -K..0 (AR)."""
         K, w = self.cfg.neighbours, self.cfg.window
-        return list(range(-K, (1 if self.cfg.causal else K + 1) - w + 1)) if w else []
+        return list(range(-K, -K + neighbourhood_span(K, self.cfg.causal) - w + 1)) if w else []
 
     def neighbour_embedding(self, idx: torch.Tensor, start: int, cache: KVCache | None) -> torch.Tensor:
         """Sum over offsets o of E_o(id at position p + o) for positions p = start..start+T-1; (B, T, C),
@@ -330,13 +338,17 @@ class Transformer(nn.Module):
             ids = idx
         pad = idx.new_full((B, K), outside)
         ids = torch.cat([pad, ids, pad], dim=1)  # (B, K + start + T + K): position p sits at column K + p
+
+        def shifted(o: int) -> torch.Tensor:  # (B, T): the id at position p + o for each p
+            return ids[:, K + start + o:K + start + o + T]
+
         x = 0
         for j, o in enumerate(self.neighbour_offsets):
-            x = x + self.near(ids[:, K + start + o:K + start + o + T] + j * (outside + 1))  # (B, T, C)
+            x = x + self.near(shifted(o) + j * (outside + 1))  # (B, T, C)
         for r, a in enumerate(self.window_starts):
             joint = r * (outside + 1) ** self.cfg.window
             for j in range(self.cfg.window):
-                joint = joint + ids[:, K + start + a + j:K + start + a + j + T] * (outside + 1) ** j
+                joint = joint + shifted(a + j) * (outside + 1) ** j
             x = x + self.runs(joint)
         return x
 
