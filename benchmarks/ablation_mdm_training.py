@@ -45,7 +45,7 @@ from mdmt.empirical.train import TrainConfig, batch_at, load_run, lr_factor, tra
 
 L = 64
 BASE = dict(d_model=64, n_layers=2, n_heads=4, estimator="time", lr=1e-3, batch=64, train_steps=2000, warmup_frac=0.1,
-            grad_clip=1.0, positions="rotary+learned", causal=False, neighbours=0, window=0)
+            grad_clip=1.0, positions="rotary+learned", causal=False, neighbours=0, window=0, recurrent=0)
 #: name -> changes of BASE (the old ``tiny`` recipe of mdmt figure1).
 VARIANTS = {
     "base": {},
@@ -83,6 +83,9 @@ VARIANTS = {
     "tiny-nb4-w4": dict(estimator="harmonic", neighbours=4, window=4, lr=3e-3, train_steps=6000),
     "tiny-w4-l4": dict(estimator="harmonic", neighbours=3, window=4, n_layers=4, lr=3e-3, train_steps=6000),
     "tiny-w4-ar": dict(neighbours=3, window=4, lr=3e-3, train_steps=6000, causal=True),
+    "tiny-w4-gru64": dict(estimator="harmonic", neighbours=3, window=4, recurrent=64, lr=3e-3, train_steps=6000),
+    "tiny-w4-gru128": dict(estimator="harmonic", neighbours=3, window=4, recurrent=128, lr=3e-3, train_steps=6000),
+    "tiny-w4-gru64-ar": dict(neighbours=3, window=4, recurrent=64, lr=3e-3, train_steps=6000, causal=True),
     "ar": dict(causal=True),
     "ar-alibi": dict(causal=True, positions="rotary+learned+alibi"),
 }
@@ -97,7 +100,7 @@ def configure(language: str, changes: dict, steps: int | None = None) -> TrainCo
         c["train_steps"] = steps
     model = ModelConfig(vocab_size=language_from_spec(language).n_symbols, seq_len=L, d_model=c["d_model"],
                         n_layers=c["n_layers"], n_heads=c["n_heads"], positions=c["positions"], causal=c["causal"],
-                        neighbours=c["neighbours"], window=c["window"])
+                        neighbours=c["neighbours"], window=c["window"], recurrent=c["recurrent"])
     return TrainConfig(model=model, language=language, train_steps=c["train_steps"], batch=c["batch"], lr=c["lr"],
                        estimator=c["estimator"], warmup_frac=c["warmup_frac"], grad_clip=c["grad_clip"],
                        val_size=1024, val_draws=8, seed=0)

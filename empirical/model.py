@@ -22,6 +22,14 @@ the n - 1 other ids in the window x_{i-n+1+k..i+k}: for w = n those are exactly 
 linear read-out of the summed embeddings can represent it, where single-token embeddings need
 the network to build each conjunction (docs/empirical.md measures the difference).
 
+Recurrent layer (``ModelConfig.recurrent = H``, 0 = off).  After the embeddings and before the
+blocks, a gated recurrent unit of H units reads the LayerNorm of the residual stream -- in both
+directions in the MDM, forward only in the AR model -- and a linear map adds its states back to the
+stream.  With masked neighbours the posterior q(x_i | x_U) sums over every filling of the masked
+run around i up to the nearest separator (Definition B.4): a forward-backward recursion
+(mdmt.constructions.reverse), which a recurrence over positions carries naturally and attention
+must assemble layer by layer.  AR decoding keeps the forward state in the ``KVCache``.
+
 MDM (bidirectional attention).  The input is x_t with masked positions (``MASK = -1`` in
 sequences) fed as the extra input id ``V``.  The output is the SUBS parameterization of the
 reverse model p_theta(x_i | x_U), i.e. the denoiser of Eq. 3 (Section 3.2):
@@ -67,9 +75,10 @@ from mdmt.constructions.validation import MASK
 
 NEG = -1e6  # log-probability of an excluded token (exp underflows to exactly 0 in float32)
 
-# Table 2 of the paper, and a CPU-sized version with the same structure plus the neighbour and window embeddings.
+# Table 2 of the paper, and a CPU-sized version with the same structure plus the neighbour and window embeddings
+# and the recurrent layer.
 PRESETS = {
-    "tiny": dict(d_model=64, n_layers=2, n_heads=4, seq_len=64, neighbours=3, window=4),
+    "tiny": dict(d_model=64, n_layers=2, n_heads=4, seq_len=64, neighbours=3, window=4, recurrent=64),
     "paper": dict(d_model=512, n_layers=8, n_heads=8, seq_len=512),
 }
 
@@ -101,6 +110,7 @@ class ModelConfig:
     positions: str = "rotary+learned"  # one of POSITIONS: RoPE on q, k (as MDLM), absolute embeddings, ALiBi biases
     neighbours: int = 0  # K: each position also embeds the input ids at offsets -K..K (MDM) or -K..-1 (AR); 0: off
     window: int = 0  # w: ... and the joint id of each run of w consecutive ids in -K..K (AR: -K..0); 0: off
+    recurrent: int = 0  # H: a GRU of H units (both directions in the MDM, forward in the AR model) before the blocks; 0: off
 
     def __post_init__(self):
         for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads"):
@@ -121,6 +131,8 @@ class ModelConfig:
         if self.window and (self.vocab_size + 2) ** self.window > MAX_WINDOW_IDS:
             raise ValueError(f"ModelConfig.window = {self.window} needs (V + 2)^w = {(self.vocab_size + 2) ** self.window} "
                              f"ids per table (V = {self.vocab_size}); at most {MAX_WINDOW_IDS} fit")
+        if not isinstance(self.recurrent, int) or isinstance(self.recurrent, bool) or self.recurrent < 0:
+            raise ValueError(f"ModelConfig.recurrent must be a non-negative integer (0: off), got {self.recurrent!r}")
         if self.positions not in POSITIONS:
             raise ValueError(f"ModelConfig.positions must be one of {', '.join(POSITIONS)}, got {self.positions!r}")
         if "rotary" in self.positions and (self.d_model // self.n_heads) % 2:
@@ -154,23 +166,27 @@ def estimated_bytes(cfg: ModelConfig, batch: int) -> int:
     A guard against inputs that cannot fit (mdmt.constructions.resources), not a prediction:
     training keeps the activations of every layer and may need several times more.
 
-    Parameters ((V + 1) d + V d + L d + 12 d^2 per layer, the neighbour tables (span - 1) (V + 2) d and
-    the window tables (span - w + 1) (V + 2)^w d, float32; ``neighbourhood_span``) plus the
-    activations of one layer and the output: attention scores (batch, heads, L, L), the residual
-    stream and MLP (9 d per token), the logits (V per token), the KV cache (2 d per token per
-    layer), all float32, doubled for the temporaries of the framework.
+    Parameters ((V + 1) d + V d + L d + 12 d^2 per layer, the neighbour tables (span - 1) (V + 2) d,
+    the window tables (span - w + 1) (V + 2)^w d and the recurrent layer D (3 (d H + H^2 + 2 H) + H d)
+    with D = 2 directions (MDM) or 1 (AR), float32; ``neighbourhood_span``) plus the activations of
+    one layer and the output: attention scores (batch, heads, L, L), the residual stream and MLP
+    (9 d per token), the logits (V per token), the KV cache (2 d per token per layer), the gates and
+    states of the recurrence (4 D H per token), all float32, doubled for the temporaries of the framework.
     """
     V, L, d = cfg.vocab_size, cfg.seq_len, cfg.d_model
     span, w = neighbourhood_span(cfg.neighbours, cfg.causal), cfg.window
     runs = span - w + 1 if w else 0
-    params = (2 * V + 1 + L + (span - 1) * (V + 2) + runs * (V + 2) ** w) * d + 12 * d * d * cfg.n_layers
-    per_token = 9 * d + V + 2 * d * cfg.n_layers
+    H, D = cfg.recurrent, 1 if cfg.causal else 2
+    params = ((2 * V + 1 + L + (span - 1) * (V + 2) + runs * (V + 2) ** w) * d + 12 * d * d * cfg.n_layers
+              + D * (3 * (d * H + H * H + 2 * H) + H * d))
+    per_token = 9 * d + V + 2 * d * cfg.n_layers + 4 * D * H
     activations = batch * (cfg.n_heads * L * L + L * per_token)
     return 4 * params + 8 * activations
 
 
 class KVCache:
-    """Keys and values of every layer for incremental AR decoding: (B, H, capacity, hd) buffers and a fill level."""
+    """Keys and values of every layer for incremental AR decoding: (B, H, capacity, hd) buffers and a fill level,
+    the input ids so far and the recurrent layer's forward state."""
 
     def __init__(self, n_layers: int, capacity: int):
         self.k: list[torch.Tensor | None] = [None] * n_layers
@@ -178,6 +194,7 @@ class KVCache:
         self.capacity = capacity
         self.pos = 0  # number of positions already stored (advanced by the model after all layers)
         self.ids: torch.Tensor | None = None  # (B, pos) input ids so far (the neighbour embedding looks back at them)
+        self.state: torch.Tensor | None = None  # (1, B, H) the recurrent layer's state after position pos - 1
 
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store k, v (B, H, T, hd) at positions pos..pos+T-1; return all keys/values so far (B, H, pos+T, hd)."""
@@ -290,6 +307,10 @@ class Transformer(nn.Module):
             self.near = nn.Embedding(len(self.neighbour_offsets) * (cfg.vocab_size + 2), cfg.d_model)
         if cfg.window:  # one table of (V + 2)^w joint ids per run
             self.runs = nn.Embedding(len(self.window_starts) * (cfg.vocab_size + 2) ** cfg.window, cfg.d_model)
+        if cfg.recurrent:  # LN -> GRU (bidirectional unless causal) -> linear back to the residual stream
+            self.rnn_ln = nn.LayerNorm(cfg.d_model)
+            self.rnn = nn.GRU(cfg.d_model, cfg.recurrent, batch_first=True, bidirectional=not cfg.causal)
+            self.rnn_out = nn.Linear((1 if cfg.causal else 2) * cfg.recurrent, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)  # no output for the mask token
@@ -352,6 +373,19 @@ class Transformer(nn.Module):
             x = x + self.runs(joint)
         return x
 
+    def recurrence(self, x: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+        """The recurrent layer's contribution (B, T, C) to the residual stream x (B, T, C).
+
+        With a KV cache (AR decoding) the recurrence starts from the state the cache holds and
+        leaves its new state there, so token-by-token decoding equals one pass over the sequence.
+        """
+        h0 = None if cache is None else cache.state
+        with torch.autocast(device_type=x.device.type, enabled=False):  # the recurrence in float32
+            states, h = self.rnn(self.rnn_ln(x.float()), h0)  # (B, T, D H), (D, B, H)
+        if cache is not None:
+            cache.state = h
+        return self.rnn_out(states.to(x.dtype))
+
     def new_cache(self) -> KVCache:
         return KVCache(self.cfg.n_layers, self.cfg.seq_len)
 
@@ -375,6 +409,8 @@ class Transformer(nn.Module):
             rotary = (self.rot_cos[start:start + T], self.rot_sin[start:start + T])  # (T, hd/2) each
         bias = (alibi_bias(self.alibi_slopes, start, T, self.cfg.causal, idx.device)
                 if "alibi" in self.cfg.positions else None)
+        if self.cfg.recurrent:
+            x = x + self.recurrence(x, cache)
         for block in self.blocks:
             x = block(x, cache, rotary, bias)
         if cache is not None:

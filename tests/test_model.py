@@ -22,12 +22,12 @@ def test_config_validation_and_presets():
     p = ModelConfig.preset("paper", 8)
     assert (p.d_model, p.n_layers, p.n_heads, p.seq_len) == (512, 8, 8, 512)  # Table 2
     t = ModelConfig.preset("tiny", 8, causal=True)
-    assert (t.d_model, t.n_layers, t.n_heads, t.causal, t.neighbours, t.window) == (64, 2, 4, True, 3, 4)
+    assert (t.d_model, t.n_layers, t.n_heads, t.causal, t.neighbours, t.window, t.recurrent) == (64, 2, 4, True, 3, 4, 64)
     short = ModelConfig.preset("tiny", 8, seq_len=2)
     assert (short.neighbours, short.window) == (1, 3)  # offsets >= L dropped, runs cut to the neighbourhood -1..1
     assert ModelConfig.preset("tiny", 8, seq_len=2, causal=True).window == 2  # AR runs inside -1..0
     assert ModelConfig.preset("tiny", 8, seq_len=1).window == 0  # no neighbours, no runs
-    assert p.neighbours == 0 and p.window == 0  # Table 2's transformer as it is
+    assert p.neighbours == 0 and p.window == 0 and p.recurrent == 0  # Table 2's transformer as it is
     assert t.positions == "rotary+learned"
     with pytest.raises(ValueError, match="positions must be one of .* got 'sinusoidal'"):
         ModelConfig(positions="sinusoidal")
@@ -59,10 +59,10 @@ def test_subs_output_is_one_hot_at_revealed_and_a_distribution_at_masked():
     assert torch.equal(p[rev].argmax(-1), x[rev]) and torch.all(p[rev].max(-1).values == 1.0)
 
 
-@pytest.mark.parametrize("neighbours,window", [(0, 0), (2, 0), (2, 3)])
-def test_mdm_is_bidirectional_and_ar_is_causal(neighbours, window):
+@pytest.mark.parametrize("neighbours,window,recurrent", [(0, 0, 0), (2, 0, 0), (2, 3, 0), (2, 3, 6)])
+def test_mdm_is_bidirectional_and_ar_is_causal(neighbours, window, recurrent):
     for causal in (False, True):
-        m = _random_model(V=4, causal=causal, neighbours=neighbours, window=window)
+        m = _random_model(V=4, causal=causal, neighbours=neighbours, window=window, recurrent=recurrent)
         x = torch.randint(0, 4, (1, 8), generator=torch.Generator().manual_seed(2))
         y = x.clone()
         y[0, 6] = (y[0, 6] + 1) % 4  # change a late token
@@ -70,10 +70,12 @@ def test_mdm_is_bidirectional_and_ar_is_causal(neighbours, window):
         assert (d < 1e-6) if causal else (d > 1e-4)
 
 
-@pytest.mark.parametrize("positions,neighbours,window",
-                         [(p, 0, 0) for p in POSITIONS] + [("rotary+learned", 3, 0), ("rotary+learned", 3, 3)])
-def test_kv_cache_logits_equal_uncached(positions, neighbours, window):
-    m = _random_model(V=5, causal=True, L=12, positions=positions, neighbours=neighbours, window=window)
+@pytest.mark.parametrize("positions,neighbours,window,recurrent",
+                         [(p, 0, 0, 0) for p in POSITIONS] + [("rotary+learned", 3, 0, 0), ("rotary+learned", 3, 3, 0),
+                                                              ("rotary+learned", 3, 3, 5), ("learned", 0, 0, 4)])
+def test_kv_cache_logits_equal_uncached(positions, neighbours, window, recurrent):
+    m = _random_model(V=5, causal=True, L=12, positions=positions, neighbours=neighbours, window=window,
+                      recurrent=recurrent)
     x = torch.randint(0, 5, (3, 12), generator=torch.Generator().manual_seed(3))
     full = m(ar_input(x, 5))  # one pass with the causal mask
     cached = ar_logits(m, x, use_cache=True)
@@ -83,6 +85,34 @@ def test_kv_cache_logits_equal_uncached(positions, neighbours, window):
     b = ar_sample(m, 6, 12, seed=4, use_cache=False)
     assert np.array_equal(a.samples, b.samples)  # same draws either way
 
+
+def test_recurrent_layer_carries_context_both_ways_in_the_mdm_and_forward_in_the_ar_model():
+    """With the transformer blocks silenced (their residual projections zeroed) and no neighbour
+    embedding, only the recurrent layer moves information between positions: the MDM's output at a
+    position depends on tokens on both sides, far ones included; the AR model's on earlier ones only;
+    without the layer on none."""
+    for causal, recurrent in ((False, 6), (True, 6), (False, 0)):
+        m = _random_model(V=4, causal=causal, L=10, recurrent=recurrent)
+        with torch.no_grad():
+            for block in m.blocks:
+                block.attn.proj.weight.zero_(), block.attn.proj.bias.zero_()
+        x = torch.randint(0, 4, (1, 10), generator=torch.Generator().manual_seed(7))
+        base = m(x)[0]
+        for j in (0, 9):  # change the first, then the last token
+            y = x.clone()
+            y[0, j] = (y[0, j] + 1) % 4
+            moved = ((m(y)[0] - base).abs().amax(-1) > 1e-6).nonzero().flatten().tolist()
+            if not recurrent:
+                want = [j]
+            elif causal:
+                want = list(range(j, 10))
+            else:
+                want = list(range(10))
+            assert moved == want, (causal, recurrent, j, moved)
+    with pytest.raises(ValueError, match=r"recurrent must be a non-negative integer \(0: off\), got -1"):
+        ModelConfig(recurrent=-1)
+    with pytest.raises(ValueError, match="recurrent .* got True"):
+        ModelConfig(recurrent=True)
 
 
 def test_neighbour_embedding_sees_exactly_the_offsets_it_names():
@@ -127,7 +157,8 @@ def test_window_embedding_equals_tables_read_by_hand(causal, K, w):
 
 
 @pytest.mark.parametrize("cfg", [ModelConfig.preset("tiny", 8), ModelConfig.preset("tiny", 8, causal=True),
-                                 ModelConfig(vocab_size=5, neighbours=2, window=3), ModelConfig(vocab_size=5)])
+                                 ModelConfig(vocab_size=5, neighbours=2, window=3), ModelConfig(vocab_size=5),
+                                 ModelConfig(vocab_size=5, recurrent=48), ModelConfig(vocab_size=5, recurrent=48, causal=True)])
 def test_estimated_bytes_counts_every_table(cfg):
     """With no batch the estimate is the float32 parameters; it leaves out only biases and LayerNorms (< 2 %)."""
     from mdmt.empirical.model import Transformer, estimated_bytes

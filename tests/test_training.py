@@ -145,11 +145,13 @@ def test_cli_train_position_encoding(tmp_path, capsys):
     assert main(common + ["--positions", "sinusoidal", "--out", str(tmp_path / "c")]) == 2
     assert "got 'sinusoidal'" in capsys.readouterr().err
     model = summary["config"]["model"]
-    assert (model["neighbours"], model["window"]) == (3, 4)  # the tiny architecture
-    assert main(common + ["--neighbours", "1", "--window", "2", "--out", str(tmp_path / "d")]) == 0
+    assert (model["neighbours"], model["window"], model["recurrent"]) == (3, 4, 64)  # the tiny architecture
+    assert main(common + ["--neighbours", "1", "--window", "2", "--recurrent", "0", "--out", str(tmp_path / "d")]) == 0
     model = json.loads(capsys.readouterr().out)["config"]["model"]
-    assert (model["neighbours"], model["window"]) == (1, 2)
+    assert (model["neighbours"], model["window"], model["recurrent"]) == (1, 2, 0)
     assert main(common + ["--neighbours", "1", "--out", str(tmp_path / "e")]) == 2  # tiny's runs of 4 need K >= 2
     assert "window must be 0 or an integer in 2..3" in capsys.readouterr().err
     assert main(common + ["--window", "-1", "--out", str(tmp_path / "f")]) == 2
     assert "--window" in capsys.readouterr().err
+    assert main(common + ["--recurrent", "-3", "--out", str(tmp_path / "g")]) == 2
+    assert "--recurrent" in capsys.readouterr().err

@@ -37,6 +37,9 @@ def add_arguments(p):
     p.add_argument("--window", type=int, default=None, metavar="W",
                    help="embed the joint ids of each run of W consecutive tokens inside those offsets (AR: -K..0) as "
                         "well; 0: off (default: the architecture's)")
+    p.add_argument("--recurrent", type=int, default=None, metavar="H",
+                   help="a GRU of H units over the embeddings before the transformer blocks (both directions in the "
+                        "MDM, forward in the AR model); 0: off (default: the architecture's)")
     p.add_argument("--length", "-L", type=int, default=None, help="sequence length L (default: the architecture's)")
     p.add_argument("--train-steps", type=int, default=None,
                    help="optimizer steps (default: the architecture's recipe; with --resume, more steps extend a "
@@ -74,7 +77,7 @@ def _config(args, language: str, length: int, lang, resumed):
         base = TrainConfig(model=ModelConfig.preset(args.model, lang.n_symbols, seq_len=length, causal=args.ar),
                            language=language, **RECIPES[args.model])
     arch = {k: v for k, v in (("positions", args.positions), ("neighbours", args.neighbours),
-                                          ("window", args.window)) if v is not None}
+                                          ("window", args.window), ("recurrent", args.recurrent)) if v is not None}
     model = base.model.with_(**arch)  # ModelConfig names the valid values; a resume names the settings that differ
     changes = {k: v for k, v in (("train_steps", args.train_steps), ("batch", args.batch), ("lr", args.lr),
                                  ("estimator", args.estimator), ("seed", args.seed), ("ckpt_every", args.ckpt_every),
@@ -99,6 +102,7 @@ def run(args) -> int:
                                ("--length", args.length, 1), ("--learning-error-num", args.learning_error_num, 0),
                                ("--seed", args.seed, 0), ("--ckpt-every", args.ckpt_every, 1),
                                ("--neighbours", args.neighbours, 0), ("--window", args.window, 0),
+                               ("--recurrent", args.recurrent, 0),
                                ("--val-size", args.val_size, 1)):
         at_least(flag, value, least)
     out = check_writable(args.out, "--out")
