@@ -16,6 +16,17 @@ sequence changes only at the steps where it reveals something, so the denoiser i
 that sequence exactly at those steps: NFE = #{j : S_j != {}} per sequence, with
 E[NFE] = sum_j 1 - (1 - pi_j)^L (:func:`mdmt.constructions.reverse.schedules.expected_nfe`).
 
+Reveal rounds.  Which positions are revealed at which step does not depend on the tokens drawn
+(the reveal steps tau_i are i.i.d. ~ pi), so the sampler first draws the whole reveal pattern
+of a batch, then makes one network call per *reveal round*: round k evaluates, in one batch,
+every sequence that has a k-th distinct reveal step, on its state just before that step, and
+draws the tokens of that step.  A batch costs max NFE <= min(N, L) calls instead of up to N
+calls on the few sequences that reveal something at each step (at N = 4096, L = 64: 64 calls
+instead of about 4096).  The random stream is consumed exactly as by the literal loop over steps
+(``by_step=True``, kept for checking), so the two give the same samples for the same seed
+wherever the network's outputs do not depend on which other rows share its batch (they agree
+to rounding).
+
 Denoisers.  A trained MDM (a :class:`~mdmt.empirical.model.Transformer` or :class:`MDMDenoiser`),
 or anything of the NumPy denoiser protocol (int64 (B, L) with MASK -> probabilities (B, L, V)):
 a language object or its ``posterior_marginals`` stands for its oracle denoiser
@@ -129,24 +140,71 @@ def _draw(P: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return k.clamp_(max=P.shape[-1] - 1)
 
 
-def _check_rows(P: torch.Tensor, reveal: torch.Tensor, rows: torch.Tensor, step: int) -> None:
-    """The laws drawn at a step must be probability vectors (:func:`~mdmt.constructions.reverse.sampler.check_denoiser_rows`)."""
+def _check_rows(P: torch.Tensor, reveal: torch.Tensor, rows: torch.Tensor, steps: torch.Tensor) -> None:
+    """The laws drawn must be probability vectors (:func:`~mdmt.constructions.reverse.sampler.check_denoiser_rows`).
+
+    ``P`` (r, L, V) on the sequences ``rows`` (r,) at their reveal steps ``steps`` (r,); ``reveal``
+    (r, L) marks the positions drawn.
+    """
     Q = P[reveal].double()  # (m, V): the rows drawn from
     bad = ~torch.isfinite(Q).all(-1) | (Q < 0).any(-1) | ((Q.sum(-1) - 1.0).abs() > PROB_TOL)
     if bool(bad.any()):
         r, c = reveal.nonzero()[int(bad.nonzero()[0, 0])].tolist()
-        check_denoiser_rows(Q[bad][:1].cpu().numpy(), [int(rows[r])], [c], step)
+        check_denoiser_rows(Q[bad][:1].cpu().numpy(), [int(rows[r])], [c], int(steps[r]))
+
+
+def _reveal_pattern(b: int, L: int, rates, gen: torch.Generator, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reveal steps (b, L) in 1..N and the uniform drawn at each position's reveal step (b, L).
+
+    Consumes the random stream as the loop over steps does: two (b, L) uniforms per step, the
+    first deciding the reveals S_j among the still-masked positions, the second the tokens.
+    """
+    step = torch.zeros((b, L), dtype=torch.long, device=device)
+    u_at = torch.empty((b, L), dtype=torch.float32, device=device)
+    masked = torch.ones((b, L), dtype=torch.bool, device=device)
+    for j, r in enumerate(rates):
+        reveal = masked & (torch.rand(b, L, generator=gen, device=device) < r)
+        u = torch.rand(b, L, generator=gen, device=device)
+        step[reveal] = j + 1
+        u_at[reveal] = u[reveal]
+        masked &= ~reveal
+    return step, u_at
+
+
+def _reveal_rounds(step: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per sequence, its distinct reveal steps in order: ``(rounds (b, L), k (b, L), nfe (b,))``.
+
+    ``rounds[i, k]`` is sequence i's k-th distinct reveal step (padded with 0 past ``nfe[i]``);
+    ``k[i, l]`` is the round in which position l is revealed.
+    """
+    srt = step.sort(dim=1).values
+    first = torch.ones_like(srt, dtype=torch.bool)
+    first[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    nfe = first.sum(1)
+    rounds = torch.where(first, srt, torch.full_like(srt, torch.iinfo(srt.dtype).max)).sort(dim=1).values
+    k = torch.searchsorted(rounds, step)
+    return torch.where(rounds == torch.iinfo(srt.dtype).max, 0, rounds), k, nfe
+
+
+def _denoise(den, X: torch.Tensor, device, vocab_size: int | None, step: int) -> tuple[torch.Tensor, int]:
+    """The denoiser's laws (r, L, V) at the states X (r, L), with its V checked against ``vocab_size``."""
+    P = den.torch_probs(X).to(device)
+    if vocab_size is not None and P.shape[-1] != vocab_size:
+        raise ValueError(f"denoiser returned {P.shape[-1]} token probabilities at step {step}, expected V = {vocab_size}")
+    return P, P.shape[-1]
 
 
 @torch.no_grad()
 def ddpm_cache(denoiser, num: int, L: int, pi, *, seed: int = 0, vocab_size: int | None = None, batch: int = 256,
-               device="cpu", greedy_final: bool = False) -> SampleResult:
+               device="cpu", greedy_final: bool = False, by_step: bool = False) -> SampleResult:
     """``num`` sequences of length L from the N-step factorized sampler (Eq. 3) with caching.
 
     ``pi``: reveal probabilities (N,), ``reveal_probabilities(schedule, N)``.  Same seed, batch and
     device: same samples.  ``greedy_final``: the positions revealed at the last step take the
     denoiser's most probable token instead of a draw (MDLM's final noise-removal step); off by
-    default, since it changes the law away from p_N of Eq. 3.
+    default, since it changes the law away from p_N of Eq. 3.  ``by_step``: the literal loop over
+    the N steps, one call per step on the sequences that reveal something (for checking; the
+    default makes one call per reveal round, module docstring).
     """
     num = positive_int("num", num)
     L = positive_int("L", L)
@@ -164,25 +222,8 @@ def ddpm_cache(denoiser, num: int, L: int, pi, *, seed: int = 0, vocab_size: int
     t0 = time.perf_counter()
     for s in range(0, num, batch):
         b = min(batch, num - s)
-        X = torch.full((b, L), MASK, dtype=torch.long, device=device)  # x_U: all masked at t = 1
-        step = torch.zeros((b, L), dtype=torch.long, device=device)
-        calls = torch.zeros(b, dtype=torch.long, device=device)
-        for j in range(N):
-            reveal = (X == MASK) & (torch.rand(b, L, generator=gen, device=device) < rates[j])  # (b, L): S_j
-            u = torch.rand(b, L, generator=gen, device=device)  # (b, L)
-            rows = reveal.any(dim=1).nonzero().squeeze(1)  # sequences whose state changes at step j
-            if rows.numel() == 0:
-                continue  # cache: nothing revealed, no evaluation
-            P = den.torch_probs(X[rows]).to(device)  # (r, L, V) given the current x_U
-            if vocab_size is None:
-                vocab_size = P.shape[-1]
-            elif P.shape[-1] != vocab_size:
-                raise ValueError(f"denoiser returned {P.shape[-1]} token probabilities at step {j + 1}, expected V = {vocab_size}")
-            _check_rows(P, reveal[rows], rows + s, j + 1)
-            tok = P.argmax(-1) if greedy_final and j == N - 1 else _draw(P, u[rows])  # (r, L)
-            X[rows] = torch.where(reveal[rows], tok, X[rows])  # only S_j changes
-            step[reveal] = j + 1
-            calls[rows] += 1
+        run = _by_step if by_step else _by_round
+        X, step, calls, vocab_size = run(den, b, L, N, rates, gen, device, vocab_size, greedy_final, s)
         out[s:s + b] = X.cpu().numpy()
         nfe[s:s + b] = calls.cpu().numpy()
         tau[s:s + b] = step.cpu().numpy()
@@ -191,6 +232,44 @@ def ddpm_cache(denoiser, num: int, L: int, pi, *, seed: int = 0, vocab_size: int
     if (out == MASK).any():  # impossible: r_N = 1 reveals every remaining position
         raise RuntimeError("sampler left a masked position")
     return SampleResult(out, nfe, tau, time.perf_counter() - t0, "torch")
+
+
+def _by_round(den, b, L, N, rates, gen, device, vocab_size, greedy_final, offset):
+    """One batch, one denoiser call per reveal round (module docstring)."""
+    step, u_at = _reveal_pattern(b, L, rates, gen, device)
+    rounds, k_of, calls = _reveal_rounds(step)
+    X = torch.full((b, L), MASK, dtype=torch.long, device=device)  # x_U: all masked at t = 1
+    for k in range(int(calls.max())):
+        rows = (calls > k).nonzero().squeeze(1)  # sequences with a k-th reveal step
+        at = rounds[rows, k]  # (r,): that step
+        P, vocab_size = _denoise(den, X[rows], device, vocab_size, int(at[0]))
+        reveal = k_of[rows] == k  # (r, L): the positions revealed at that step
+        _check_rows(P, reveal, rows + offset, at)
+        tok = _draw(P, u_at[rows])
+        if greedy_final:
+            tok = torch.where((at == N).unsqueeze(1), P.argmax(-1), tok)
+        X[rows] = torch.where(reveal, tok, X[rows])
+    return X, step, calls, vocab_size
+
+
+def _by_step(den, b, L, N, rates, gen, device, vocab_size, greedy_final, offset):
+    """One batch, the literal loop over the N steps: a call per step on the sequences revealing something."""
+    X = torch.full((b, L), MASK, dtype=torch.long, device=device)
+    step = torch.zeros((b, L), dtype=torch.long, device=device)
+    calls = torch.zeros(b, dtype=torch.long, device=device)
+    for j in range(N):
+        reveal = (X == MASK) & (torch.rand(b, L, generator=gen, device=device) < rates[j])  # (b, L): S_j
+        u = torch.rand(b, L, generator=gen, device=device)  # (b, L)
+        rows = reveal.any(dim=1).nonzero().squeeze(1)  # sequences whose state changes at step j
+        if rows.numel() == 0:
+            continue  # cache: nothing revealed, no evaluation
+        P, vocab_size = _denoise(den, X[rows], device, vocab_size, j + 1)  # (r, L, V) given the current x_U
+        _check_rows(P, reveal[rows], rows + offset, torch.full_like(rows, j + 1))
+        tok = P.argmax(-1) if greedy_final and j == N - 1 else _draw(P, u[rows])  # (r, L)
+        X[rows] = torch.where(reveal[rows], tok, X[rows])  # only S_j changes
+        step[reveal] = j + 1
+        calls[rows] += 1
+    return X, step, calls, vocab_size
 
 
 # ----------------------------------------------------------------------------- AR

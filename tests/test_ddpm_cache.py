@@ -129,3 +129,28 @@ def test_torch_and_oracle_samplers_have_the_same_law():
     assert a["ser_ci"][0] <= exact <= a["ser_ci"][1] and b["ser_ci"][0] <= exact <= b["ser_ci"][1]
 
 
+
+
+@pytest.mark.parametrize("N,greedy", [(1, False), (5, True), (40, False), (300, True)])
+def test_reveal_rounds_give_the_samples_of_the_loop_over_steps(N, greedy):
+    """Default (one call per reveal round) and ``by_step`` (the literal loop of Eq. 3) consume one random
+    stream: same samples, reveal steps and NFE, for the oracle and for a network, over uneven batches."""
+    lang = preset("2gram-ter")
+    pi = _pi_linear(N)
+    for den in (lang.posterior_marginals, MDMDenoiser(_random_model(V=lang.n_symbols, L=12, recurrent=4))):
+        a = ddpm_cache(den, 45, 12, pi, seed=N, batch=16, greedy_final=greedy)
+        b = ddpm_cache(den, 45, 12, pi, seed=N, batch=16, greedy_final=greedy, by_step=True)
+        assert np.array_equal(a.reveal_step, b.reveal_step) and np.array_equal(a.nfe, b.nfe)
+        assert np.array_equal(a.samples, b.samples)
+
+
+def test_one_call_per_reveal_round():
+    """A batch costs max NFE <= min(N, L) denoiser calls, each on every sequence still revealing."""
+    lang = _bigram()
+    N, L = 200, 6
+    rounds, steps = _Recorder(lang), _Recorder(lang)
+    a = ddpm_cache(rounds, 64, L, _pi_linear(N), seed=2, batch=64)
+    ddpm_cache(steps, 64, L, _pi_linear(N), seed=2, batch=64, by_step=True)
+    assert len(rounds.states) == a.nfe.max() <= L < len(steps.states)
+    assert [len(x) for x in rounds.states] == [int((a.nfe > k).sum()) for k in range(a.nfe.max())]
+    assert sum(len(x) for x in rounds.states) == sum(len(x) for x in steps.states) == a.nfe.sum()
