@@ -219,10 +219,10 @@ def ddpm_cache(denoiser, num: int, L: int, pi, *, seed: int = 0, vocab_size: int
     out = np.empty((num, L), dtype=np.int64)
     nfe = np.zeros(num, dtype=np.int64)
     tau = np.zeros((num, L), dtype=np.int64)
+    run = _by_step if by_step else _by_round
     t0 = time.perf_counter()
     for s in range(0, num, batch):
         b = min(batch, num - s)
-        run = _by_step if by_step else _by_round
         X, step, calls, vocab_size = run(den, b, L, N, rates, gen, device, vocab_size, greedy_final, s)
         out[s:s + b] = X.cpu().numpy()
         nfe[s:s + b] = calls.cpu().numpy()
