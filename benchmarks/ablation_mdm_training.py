@@ -45,7 +45,8 @@ from mdmt.empirical.train import TrainConfig, batch_at, load_run, lr_factor, tra
 
 L = 64
 BASE = dict(d_model=64, n_layers=2, n_heads=4, estimator="time", lr=1e-3, batch=64, train_steps=2000, warmup_frac=0.1,
-            grad_clip=1.0, positions="rotary+learned", causal=False, neighbours=0, window=0, recurrent=0)
+            grad_clip=1.0, positions="rotary+learned", causal=False, neighbours=0, window=0, recurrent=0,
+            hmm_states=0)
 #: name -> changes of BASE (the old ``tiny`` recipe of mdmt figure1).
 VARIANTS = {
     "base": {},
@@ -86,6 +87,10 @@ VARIANTS = {
     "tiny-w4-gru64": dict(estimator="harmonic", neighbours=3, window=4, recurrent=64, lr=3e-3, train_steps=6000),
     "tiny-w4-gru128": dict(estimator="harmonic", neighbours=3, window=4, recurrent=128, lr=3e-3, train_steps=6000),
     "tiny-w4-gru64-ar": dict(neighbours=3, window=4, recurrent=64, lr=3e-3, train_steps=6000, causal=True),
+    "tiny-w4-hmm64": dict(estimator="harmonic", neighbours=3, window=4, hmm_states=64, lr=3e-3, train_steps=6000),
+    "tiny-w4-gru64-hmm64": dict(estimator="harmonic", neighbours=3, window=4, recurrent=64, hmm_states=64, lr=3e-3,
+                                train_steps=6000),
+    "tiny-w4-hmm512": dict(estimator="harmonic", neighbours=3, window=4, hmm_states=512, lr=3e-3, train_steps=6000),
     "ar": dict(causal=True),
     "ar-alibi": dict(causal=True, positions="rotary+learned+alibi"),
 }
@@ -100,7 +105,8 @@ def configure(language: str, changes: dict, steps: int | None = None) -> TrainCo
         c["train_steps"] = steps
     model = ModelConfig(vocab_size=language_from_spec(language).n_symbols, seq_len=L, d_model=c["d_model"],
                         n_layers=c["n_layers"], n_heads=c["n_heads"], positions=c["positions"], causal=c["causal"],
-                        neighbours=c["neighbours"], window=c["window"], recurrent=c["recurrent"])
+                        neighbours=c["neighbours"], window=c["window"], recurrent=c["recurrent"],
+                        hmm_states=c["hmm_states"])
     return TrainConfig(model=model, language=language, train_steps=c["train_steps"], batch=c["batch"], lr=c["lr"],
                        estimator=c["estimator"], warmup_frac=c["warmup_frac"], grad_clip=c["grad_clip"],
                        val_size=1024, val_draws=8, seed=0)
@@ -238,7 +244,7 @@ def train_on_posterior(language: str, name: str, out: Path, steps: int | None, t
         raise SystemExit(f"posterior: variant {name!r} must be an MDM with the harmonic estimator")
     torch.manual_seed(cfg.seed)
     model = Transformer(cfg.model)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0, foreach=True)
     gen = torch.Generator().manual_seed(cfg.seed + 1)
     weight = sum(1.0 / k for k in range(1, L + 1))  # H_L
     t0 = time.process_time()

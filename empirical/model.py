@@ -73,6 +73,8 @@ import torch.nn.functional as F
 
 from mdmt.constructions.validation import MASK
 
+from .hmm_layer import HMMLayer
+
 NEG = -1e6  # log-probability of an excluded token (exp underflows to exactly 0 in float32)
 
 # Table 2 of the paper, and a CPU-sized version with the same structure plus the neighbour and window embeddings
@@ -83,6 +85,7 @@ PRESETS = {
 }
 
 
+MAX_HMM_STATES = 4096  # hidden states of the HMM layer: its (S, S) transition matrix and (B, T, S) messages
 MAX_WINDOW_IDS = 1 << 20  # (V + 2)^w: rows of one window table (256 MiB at d = 64, float32)
 
 def neighbourhood_span(neighbours: int, causal: bool) -> int:
@@ -111,6 +114,7 @@ class ModelConfig:
     neighbours: int = 0  # K: each position also embeds the input ids at offsets -K..K (MDM) or -K..-1 (AR); 0: off
     window: int = 0  # w: ... and the joint id of each run of w consecutive ids in -K..K (AR: -K..0); 0: off
     recurrent: int = 0  # H: a GRU of H units (both directions in the MDM, forward in the AR model) before the blocks; 0: off
+    hmm_states: int = 0  # S: an HMM layer of S hidden states (mdmt.empirical.hmm_layer); 0: off
 
     def __post_init__(self):
         for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads"):
@@ -133,6 +137,8 @@ class ModelConfig:
                              f"ids per table (V = {self.vocab_size}); at most {MAX_WINDOW_IDS} fit")
         if not isinstance(self.recurrent, int) or isinstance(self.recurrent, bool) or self.recurrent < 0:
             raise ValueError(f"ModelConfig.recurrent must be a non-negative integer (0: off), got {self.recurrent!r}")
+        if not isinstance(self.hmm_states, int) or isinstance(self.hmm_states, bool) or not 0 <= self.hmm_states <= MAX_HMM_STATES:
+            raise ValueError(f"ModelConfig.hmm_states must be an integer in 0..{MAX_HMM_STATES} (0: off), got {self.hmm_states!r}")
         if self.positions not in POSITIONS:
             raise ValueError(f"ModelConfig.positions must be one of {', '.join(POSITIONS)}, got {self.positions!r}")
         if "rotary" in self.positions and (self.d_model // self.n_heads) % 2:
@@ -176,10 +182,10 @@ def estimated_bytes(cfg: ModelConfig, batch: int) -> int:
     V, L, d = cfg.vocab_size, cfg.seq_len, cfg.d_model
     span, w = neighbourhood_span(cfg.neighbours, cfg.causal), cfg.window
     runs = span - w + 1 if w else 0
-    H, D = cfg.recurrent, 1 if cfg.causal else 2
+    H, D, S = cfg.recurrent, 1 if cfg.causal else 2, cfg.hmm_states
     params = ((2 * V + 1 + L + (span - 1) * (V + 2) + runs * (V + 2) ** w) * d + 12 * d * d * cfg.n_layers
-              + D * (3 * (d * H + H * H + 2 * H) + H * d))
-    per_token = 9 * d + V + 2 * d * cfg.n_layers + 4 * D * H
+              + D * (3 * (d * H + H * H + 2 * H) + H * d) + S * (S + V + 1 + d + 1))
+    per_token = 9 * d + V + 2 * d * cfg.n_layers + 4 * D * H + (2 * D + 2) * S
     activations = batch * (cfg.n_heads * L * L + L * per_token)
     return 4 * params + 8 * activations
 
@@ -195,6 +201,7 @@ class KVCache:
         self.pos = 0  # number of positions already stored (advanced by the model after all layers)
         self.ids: torch.Tensor | None = None  # (B, pos) input ids so far (the neighbour embedding looks back at them)
         self.state: torch.Tensor | None = None  # (1, B, H) the recurrent layer's state after position pos - 1
+        self.hmm_state: torch.Tensor | None = None  # (B, S) the HMM layer's law of the hidden state at position pos - 1
 
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store k, v (B, H, T, hd) at positions pos..pos+T-1; return all keys/values so far (B, H, pos+T, hd)."""
@@ -311,6 +318,9 @@ class Transformer(nn.Module):
             self.rnn_ln = nn.LayerNorm(cfg.d_model)
             self.rnn = nn.GRU(cfg.d_model, cfg.recurrent, batch_first=True, bidirectional=not cfg.causal)
             self.rnn_out = nn.Linear((1 if cfg.causal else 2) * cfg.recurrent, cfg.d_model)
+        if cfg.hmm_states:  # a learned HMM's posterior: its token law added to the logits, its state law to the stream
+            self.hmm = HMMLayer(cfg.hmm_states, cfg.vocab_size, cfg.causal)
+            self.hmm_out = nn.Linear(cfg.hmm_states, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)  # no output for the mask token
@@ -318,6 +328,8 @@ class Transformer(nn.Module):
         for name, p in self.named_parameters():  # scaled init of the residual projections (GPT-2)
             if name.endswith("attn.proj.weight") or name.endswith("mlp.2.weight"):
                 nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg.n_layers))
+        if cfg.hmm_states:
+            self.hmm.reset_parameters()
 
     @staticmethod
     def _init(m: nn.Module) -> None:
@@ -411,11 +423,19 @@ class Transformer(nn.Module):
                 if "alibi" in self.cfg.positions else None)
         if self.cfg.recurrent:
             x = x + self.recurrence(x, cache)
+        hmm_logp = None
+        if self.cfg.hmm_states:
+            with torch.autocast(device_type=x.device.type, enabled=False):  # the messages in float32
+                hmm_logp, post, state = self.hmm(idx, None if cache is None else cache.hmm_state)  # (B, T, V), (B, T, S)
+            if cache is not None:
+                cache.hmm_state = state
+            x = x + self.hmm_out(post.to(x.dtype))
         for block in self.blocks:
             x = block(x, cache, rotary, bias)
         if cache is not None:
             cache.pos += T
-        return self.head(self.ln_f(x)).float()  # (B, T, V)
+        logits = self.head(self.ln_f(x)).float()  # (B, T, V)
+        return logits if hmm_logp is None else logits + hmm_logp
 
 
 # ----------------------------------------------------------------------------- MDM

@@ -483,7 +483,7 @@ def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_pa
         torch.manual_seed(seed_of(cfg.seed, 0))
         model = Transformer(cfg.model)
     model = model.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0, foreach=True)
     step, losses, history, cpu_before = 0, [], [], 0.0
     if state is not None:
         model.load_state_dict(state["model"])

@@ -59,10 +59,12 @@ def test_subs_output_is_one_hot_at_revealed_and_a_distribution_at_masked():
     assert torch.equal(p[rev].argmax(-1), x[rev]) and torch.all(p[rev].max(-1).values == 1.0)
 
 
-@pytest.mark.parametrize("neighbours,window,recurrent", [(0, 0, 0), (2, 0, 0), (2, 3, 0), (2, 3, 6)])
-def test_mdm_is_bidirectional_and_ar_is_causal(neighbours, window, recurrent):
+@pytest.mark.parametrize("neighbours,window,recurrent,hmm_states",
+                         [(0, 0, 0, 0), (2, 0, 0, 0), (2, 3, 0, 0), (2, 3, 6, 0), (0, 0, 0, 5), (2, 3, 6, 5)])
+def test_mdm_is_bidirectional_and_ar_is_causal(neighbours, window, recurrent, hmm_states):
     for causal in (False, True):
-        m = _random_model(V=4, causal=causal, neighbours=neighbours, window=window, recurrent=recurrent)
+        m = _random_model(V=4, causal=causal, neighbours=neighbours, window=window, recurrent=recurrent,
+                          hmm_states=hmm_states)
         x = torch.randint(0, 4, (1, 8), generator=torch.Generator().manual_seed(2))
         y = x.clone()
         y[0, 6] = (y[0, 6] + 1) % 4  # change a late token
@@ -70,12 +72,13 @@ def test_mdm_is_bidirectional_and_ar_is_causal(neighbours, window, recurrent):
         assert (d < 1e-6) if causal else (d > 1e-4)
 
 
-@pytest.mark.parametrize("positions,neighbours,window,recurrent",
-                         [(p, 0, 0, 0) for p in POSITIONS] + [("rotary+learned", 3, 0, 0), ("rotary+learned", 3, 3, 0),
-                                                              ("rotary+learned", 3, 3, 5), ("learned", 0, 0, 4)])
-def test_kv_cache_logits_equal_uncached(positions, neighbours, window, recurrent):
+@pytest.mark.parametrize("positions,neighbours,window,recurrent,hmm_states",
+                         [(p, 0, 0, 0, 0) for p in POSITIONS] + [("rotary+learned", 3, 0, 0, 0), ("rotary+learned", 3, 3, 0, 0),
+                                                                 ("rotary+learned", 3, 3, 5, 0), ("learned", 0, 0, 4, 0),
+                                                                 ("rotary+learned", 3, 3, 5, 6)])
+def test_kv_cache_logits_equal_uncached(positions, neighbours, window, recurrent, hmm_states):
     m = _random_model(V=5, causal=True, L=12, positions=positions, neighbours=neighbours, window=window,
-                      recurrent=recurrent)
+                      recurrent=recurrent, hmm_states=hmm_states)
     x = torch.randint(0, 5, (3, 12), generator=torch.Generator().manual_seed(3))
     full = m(ar_input(x, 5))  # one pass with the causal mask
     cached = ar_logits(m, x, use_cache=True)
@@ -158,7 +161,8 @@ def test_window_embedding_equals_tables_read_by_hand(causal, K, w):
 
 @pytest.mark.parametrize("cfg", [ModelConfig.preset("tiny", 8), ModelConfig.preset("tiny", 8, causal=True),
                                  ModelConfig(vocab_size=5, neighbours=2, window=3), ModelConfig(vocab_size=5),
-                                 ModelConfig(vocab_size=5, recurrent=48), ModelConfig(vocab_size=5, recurrent=48, causal=True)])
+                                 ModelConfig(vocab_size=5, recurrent=48), ModelConfig(vocab_size=5, recurrent=48, causal=True),
+                                 ModelConfig(vocab_size=5, hmm_states=40), ModelConfig(vocab_size=5, hmm_states=40, causal=True)])
 def test_estimated_bytes_counts_every_table(cfg):
     """With no batch the estimate is the float32 parameters; it leaves out only biases and LayerNorms (< 2 %)."""
     from mdmt.empirical.model import Transformer, estimated_bytes
