@@ -46,7 +46,7 @@ from mdmt.empirical.train import TrainConfig, batch_at, load_run, lr_factor, tra
 L = 64
 BASE = dict(d_model=64, n_layers=2, n_heads=4, estimator="time", lr=1e-3, batch=64, train_steps=2000, warmup_frac=0.1,
             grad_clip=1.0, positions="rotary+learned", causal=False, neighbours=0, window=0, recurrent=0,
-            hmm_states=0)
+            hmm_states=0, ngram=0, table_lr=1.0)
 #: name -> changes of BASE (the old ``tiny`` recipe of mdmt figure1).
 VARIANTS = {
     "base": {},
@@ -91,6 +91,12 @@ VARIANTS = {
     "tiny-w4-gru64-hmm64": dict(estimator="harmonic", neighbours=3, window=4, recurrent=64, hmm_states=64, lr=3e-3,
                                 train_steps=6000),
     "tiny-w4-hmm512": dict(estimator="harmonic", neighbours=3, window=4, hmm_states=512, lr=3e-3, train_steps=6000),
+    "tiny-w4-gru64-ng4": dict(estimator="harmonic", neighbours=3, window=4, recurrent=64, ngram=4, lr=3e-3,
+                              train_steps=6000),
+    "tiny-w4-ng4": dict(estimator="harmonic", neighbours=3, window=4, ngram=4, lr=3e-3, train_steps=6000),
+    "ng4": dict(estimator="harmonic", ngram=4, lr=3e-3, train_steps=6000),
+    "ng4-t10": dict(estimator="harmonic", ngram=4, lr=3e-3, table_lr=10.0, train_steps=2000),
+    "ng4-t10-ar": dict(ngram=4, lr=3e-3, table_lr=10.0, train_steps=2000, causal=True),
     "ar": dict(causal=True),
     "ar-alibi": dict(causal=True, positions="rotary+learned+alibi"),
 }
@@ -106,10 +112,10 @@ def configure(language: str, changes: dict, steps: int | None = None) -> TrainCo
     model = ModelConfig(vocab_size=language_from_spec(language).n_symbols, seq_len=L, d_model=c["d_model"],
                         n_layers=c["n_layers"], n_heads=c["n_heads"], positions=c["positions"], causal=c["causal"],
                         neighbours=c["neighbours"], window=c["window"], recurrent=c["recurrent"],
-                        hmm_states=c["hmm_states"])
+                        hmm_states=c["hmm_states"], ngram=c["ngram"])
     return TrainConfig(model=model, language=language, train_steps=c["train_steps"], batch=c["batch"], lr=c["lr"],
                        estimator=c["estimator"], warmup_frac=c["warmup_frac"], grad_clip=c["grad_clip"],
-                       val_size=1024, val_draws=8, seed=0)
+                       val_size=1024, val_draws=8, seed=0, table_lr=c["table_lr"])
 
 
 def _gradients(model, lang, name, batches):

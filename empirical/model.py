@@ -74,6 +74,7 @@ import torch.nn.functional as F
 from mdmt.constructions.validation import MASK
 
 from .hmm_layer import HMMLayer
+from .ngram_layer import MAX_NGRAM_ROWS, NgramLayer, ngram_rows
 
 NEG = -1e6  # log-probability of an excluded token (exp underflows to exactly 0 in float32)
 
@@ -115,6 +116,7 @@ class ModelConfig:
     window: int = 0  # w: ... and the joint id of each run of w consecutive ids in -K..K (AR: -K..0); 0: off
     recurrent: int = 0  # H: a GRU of H units (both directions in the MDM, forward in the AR model) before the blocks; 0: off
     hmm_states: int = 0  # S: an HMM layer of S hidden states (mdmt.empirical.hmm_layer); 0: off
+    ngram: int = 0  # n: an n-gram layer of order n (mdmt.empirical.ngram_layer); 0: off
 
     def __post_init__(self):
         for name in ("vocab_size", "seq_len", "d_model", "n_layers", "n_heads"):
@@ -139,6 +141,11 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.recurrent must be a non-negative integer (0: off), got {self.recurrent!r}")
         if not isinstance(self.hmm_states, int) or isinstance(self.hmm_states, bool) or not 0 <= self.hmm_states <= MAX_HMM_STATES:
             raise ValueError(f"ModelConfig.hmm_states must be an integer in 0..{MAX_HMM_STATES} (0: off), got {self.hmm_states!r}")
+        if not isinstance(self.ngram, int) or isinstance(self.ngram, bool) or self.ngram < 0 or self.ngram == 1:
+            raise ValueError(f"ModelConfig.ngram must be 0 (off) or an order >= 2, got {self.ngram!r}")
+        if self.ngram and (self.ngram > 64 or ngram_rows(self.ngram, self.vocab_size) > MAX_NGRAM_ROWS):
+            raise ValueError(f"ModelConfig.ngram = {self.ngram} needs (V + 1)^(n - 1) contexts (V = {self.vocab_size}); "
+                             f"at most {MAX_NGRAM_ROWS} fit")
         if self.positions not in POSITIONS:
             raise ValueError(f"ModelConfig.positions must be one of {', '.join(POSITIONS)}, got {self.positions!r}")
         if "rotary" in self.positions and (self.d_model // self.n_heads) % 2:
@@ -173,19 +180,23 @@ def estimated_bytes(cfg: ModelConfig, batch: int) -> int:
     training keeps the activations of every layer and may need several times more.
 
     Parameters ((V + 1) d + V d + L d + 12 d^2 per layer, the neighbour tables (span - 1) (V + 2) d,
-    the window tables (span - w + 1) (V + 2)^w d and the recurrent layer D (3 (d H + H^2 + 2 H) + H d)
-    with D = 2 directions (MDM) or 1 (AR), float32; ``neighbourhood_span``) plus the activations of
+    the window tables (span - w + 1) (V + 2)^w d, the recurrent layer D (3 (d H + H^2 + 2 H) + H d)
+    with D = 2 directions (MDM) or 1 (AR), the HMM layer S (S + V + 1 + d + 1) and the n-gram table
+    (V + 1)^(n-1) V, float32; ``neighbourhood_span``) plus the activations of
     one layer and the output: attention scores (batch, heads, L, L), the residual stream and MLP
     (9 d per token), the logits (V per token), the KV cache (2 d per token per layer), the gates and
-    states of the recurrence (4 D H per token), all float32, doubled for the temporaries of the framework.
+    states of the recurrence (4 D H per token), the HMM layer's messages ((2 D + 2) S per token), the
+    n-gram layer's messages (6 (V + 1)^(n-1) per token in the MDM, V in AR), all float32, doubled for the temporaries of the framework.
     """
     V, L, d = cfg.vocab_size, cfg.seq_len, cfg.d_model
     span, w = neighbourhood_span(cfg.neighbours, cfg.causal), cfg.window
     runs = span - w + 1 if w else 0
     H, D, S = cfg.recurrent, 1 if cfg.causal else 2, cfg.hmm_states
+    rows = ngram_rows(cfg.ngram, V) if cfg.ngram else 0
     params = ((2 * V + 1 + L + (span - 1) * (V + 2) + runs * (V + 2) ** w) * d + 12 * d * d * cfg.n_layers
-              + D * (3 * (d * H + H * H + 2 * H) + H * d) + S * (S + V + 1 + d + 1))
-    per_token = 9 * d + V + 2 * d * cfg.n_layers + 4 * D * H + (2 * D + 2) * S
+              + D * (3 * (d * H + H * H + 2 * H) + H * d) + S * (S + V + 1 + d + 1) + rows * V)
+    per_token = (9 * d + V + 2 * d * cfg.n_layers + 4 * D * H + (2 * D + 2) * S
+                 + (V if cfg.causal else 6 * rows) * bool(rows))
     activations = batch * (cfg.n_heads * L * L + L * per_token)
     return 4 * params + 8 * activations
 
@@ -321,6 +332,8 @@ class Transformer(nn.Module):
         if cfg.hmm_states:  # a learned HMM's posterior: its token law added to the logits, its state law to the stream
             self.hmm = HMMLayer(cfg.hmm_states, cfg.vocab_size, cfg.causal)
             self.hmm_out = nn.Linear(cfg.hmm_states, cfg.d_model)
+        if cfg.ngram:  # a learned n-gram's posterior (MDM) or next-token law (AR), added to the logits
+            self.ngram = NgramLayer(cfg.ngram, cfg.vocab_size, cfg.causal)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)  # no output for the mask token
@@ -354,22 +367,18 @@ class Transformer(nn.Module):
         K, w = self.cfg.neighbours, self.cfg.window
         return list(range(-K, -K + neighbourhood_span(K, self.cfg.causal) - w + 1)) if w else []
 
-    def neighbour_embedding(self, idx: torch.Tensor, start: int, cache: KVCache | None) -> torch.Tensor:
+    def neighbour_embedding(self, ids: torch.Tensor, start: int) -> torch.Tensor:
         """Sum over offsets o of E_o(id at position p + o) for positions p = start..start+T-1; (B, T, C),
         plus, with a window w, the sum over runs a of W_a(joint id of positions p + a .. p + a + w - 1),
         the joint id of ids (c_0, .., c_{w-1}) being sum_j c_j (V + 2)^j.
 
-        A position outside the sequence (before 0, or at L or beyond) has the id V + 1.  With a KV
-        cache (AR decoding) the ids of the positions before ``start`` come from the cache.
+        ``ids`` (B, start + T) holds the inputs of positions 0..start+T-1 (with a KV cache, AR decoding,
+        the earlier ones come from its history).  A position outside the sequence (before 0, or at L
+        or beyond) has the id V + 1.
         """
-        B, T = idx.shape
+        B, T = ids.shape[0], ids.shape[1] - start
         K, outside = self.cfg.neighbours, self.cfg.vocab_size + 1
-        if cache is not None:
-            cache.ids = idx if cache.ids is None else torch.cat([cache.ids, idx], dim=1)  # (B, start + T)
-            ids = cache.ids
-        else:
-            ids = idx
-        pad = idx.new_full((B, K), outside)
+        pad = ids.new_full((B, K), outside)
         ids = torch.cat([pad, ids, pad], dim=1)  # (B, K + start + T + K): position p sits at column K + p
 
         def shifted(o: int) -> torch.Tensor:  # (B, T): the id at position p + o for each p
@@ -411,12 +420,15 @@ class Transformer(nn.Module):
             raise ValueError(f"sequence length L = {start + T} exceeds the model's seq_len = {self.cfg.seq_len}")
         if cache is not None and not self.cfg.causal:
             raise ValueError("a KV cache is only meaningful for a causal (AR) model")
+        ids = idx
+        if cache is not None:  # AR decoding: the inputs of every position so far (the embeddings look back)
+            cache.ids = ids = idx if cache.ids is None else torch.cat([cache.ids, idx], dim=1)  # (B, start + T)
         x = self.tok(idx)  # (B, T, C)
         rotary = None
         if "learned" in self.cfg.positions:
             x = x + self.pos(torch.arange(start, start + T, device=idx.device))[None]
         if self.cfg.neighbours:
-            x = x + self.neighbour_embedding(idx, start, cache)
+            x = x + self.neighbour_embedding(ids, start)
         if "rotary" in self.cfg.positions:
             rotary = (self.rot_cos[start:start + T], self.rot_sin[start:start + T])  # (T, hd/2) each
         bias = (alibi_bias(self.alibi_slopes, start, T, self.cfg.causal, idx.device)
@@ -435,7 +447,12 @@ class Transformer(nn.Module):
         if cache is not None:
             cache.pos += T
         logits = self.head(self.ln_f(x)).float()  # (B, T, V)
-        return logits if hmm_logp is None else logits + hmm_logp
+        if hmm_logp is not None:
+            logits = logits + hmm_logp
+        if self.cfg.ngram:
+            with torch.autocast(device_type=x.device.type, enabled=False):  # the messages in float32
+                logits = logits + self.ngram(ids, start)
+        return logits
 
 
 # ----------------------------------------------------------------------------- MDM

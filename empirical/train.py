@@ -116,6 +116,18 @@ def lr_factor(step: int, total: int, warmup_frac: float, restarts=()) -> float:
     return cosine_with_warmup(step - a, b - a, int(round(warmup_frac * (b - a))))
 
 
+def parameter_groups(model: Transformer, table_lr: float) -> list[dict]:
+    """The optimizer's parameter groups: the n-gram layer's table (if any) at ``table_lr`` times the learning rate.
+
+    Adam moves a parameter by at most about the learning rate per step, and a table logit has to travel
+    several nats (a peaked conditional law), where the weights of the network move by hundredths; a
+    table on the network's step size would need far more steps than the network (docs/empirical.md).
+    """
+    table = [p for name, p in model.named_parameters() if name.startswith("ngram.")]
+    rest = [p for name, p in model.named_parameters() if not name.startswith("ngram.")]
+    return [{"params": rest, "lr_scale": 1.0}] + ([{"params": table, "lr_scale": table_lr}] if table else [])
+
+
 class _Dist:
     """Rank and world size of a torchrun launch (1 process otherwise); sets up the process group once."""
 
@@ -221,6 +233,7 @@ class TrainConfig:
     val_draws: int = 8
     ckpt_every: int | None = None
     restarts: tuple = ()
+    table_lr: float = 1.0  # the n-gram layer's table steps at table_lr * lr (ModelConfig.ngram)
 
     def __post_init__(self):
         if not isinstance(self.model, ModelConfig):
@@ -238,7 +251,8 @@ class TrainConfig:
         checks = {"lr": (self.lr, lambda v: v > 0, "a positive finite number"),
                   "t_min": (self.t_min, lambda v: 0 < v < 1, "in (0, 1)"),
                   "warmup_frac": (self.warmup_frac, lambda v: 0 <= v <= 1, "in [0, 1]"),
-                  "grad_clip": (self.grad_clip, lambda v: v >= 0, "a finite number >= 0")}
+                  "grad_clip": (self.grad_clip, lambda v: v >= 0, "a finite number >= 0"),
+                  "table_lr": (self.table_lr, lambda v: v > 0, "a positive finite number")}
         for name, (v, ok, what) in checks.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not ok(v):
                 raise ValueError(f"TrainConfig.{name} must be {what}, got {v!r}")
@@ -483,7 +497,8 @@ def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_pa
         torch.manual_seed(seed_of(cfg.seed, 0))
         model = Transformer(cfg.model)
     model = model.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0, foreach=True)
+    opt = torch.optim.AdamW(parameter_groups(model, cfg.table_lr), lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0,
+                            foreach=True)
     step, losses, history, cpu_before = 0, [], [], 0.0
     if state is not None:
         model.load_state_dict(state["model"])
@@ -556,7 +571,7 @@ def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_pa
     with _Signals() as signals:
         while step < end:
             for group in opt.param_groups:
-                group["lr"] = cfg.lr * lr_factor(step, steps, cfg.warmup_frac, cfg.restarts)
+                group["lr"] = group["lr_scale"] * cfg.lr * lr_factor(step, steps, cfg.warmup_frac, cfg.restarts)
             xb = (batch_at(language, cfg.seed, step, cfg.batch, L) if data is None
                   else data[0][data_rows_at(len(data[0]), cfg.seed, step, cfg.batch)])
             xb = ddp.shard(torch.as_tensor(xb)).to(device)  # (B / world, L)

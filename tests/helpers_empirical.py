@@ -21,15 +21,15 @@ def _pi_linear(N):
     return reveal_probabilities("linear", N)
 
 
-def _cfg(V, causal=False, L=8, positions="rotary+learned", neighbours=0, window=0, recurrent=0, hmm_states=0):
+def _cfg(V, causal=False, L=8, positions="rotary+learned", neighbours=0, window=0, recurrent=0, hmm_states=0, ngram=0):
     return ModelConfig(vocab_size=V, causal=causal, positions=positions, neighbours=neighbours, window=window,
-                       recurrent=recurrent, hmm_states=hmm_states, **{**MICRO, "seq_len": L})
+                       recurrent=recurrent, hmm_states=hmm_states, ngram=ngram, **{**MICRO, "seq_len": L})
 
 
 def _random_model(V=3, causal=False, L=8, seed=0, positions="rotary+learned", neighbours=0, window=0, recurrent=0,
-                  hmm_states=0):
+                  hmm_states=0, ngram=0):
     torch.manual_seed(seed)
-    m = Transformer(_cfg(V, causal, L, positions, neighbours, window, recurrent, hmm_states))
+    m = Transformer(_cfg(V, causal, L, positions, neighbours, window, recurrent, hmm_states, ngram))
     with torch.no_grad():  # larger weights than the 0.02 init, so tokens and positions matter
         for p in m.parameters():
             p.add_(0.3 * torch.randn_like(p))

@@ -77,3 +77,19 @@ def test_speed_reports_medians_spread_and_the_ratio_interval(capsys):
     ratios = sorted(a / m for a, m in zip(ar["times"], mdm["times"]))
     assert mdm["ar_over_mdm"] == pytest.approx(ratios[1]) and mdm["ratio_lo"] == pytest.approx(ratios[0])
     assert math.isclose(mdm["ratio_coverage"], 1 - 2 / 8)
+
+
+def test_train_layer_flags_reach_the_checkpoint_and_bad_values_are_named(tmp_path, capsys):
+    assert main(["train", "--language", "preset:2gram", "-L", "10", "--train-steps", "3", "--batch", "4",
+                 "--val-size", "8", "--hmm-states", "3", "--recurrent", "0", "--ngram", "3", "--table-lr", "5",
+                 "--out", str(tmp_path / "h"), "--no-progress"]) == 0
+    summary = json.loads((tmp_path / "h" / "summary.json").read_text())
+    model = summary["config"]["model"]
+    assert model["hmm_states"] == 3 and model["recurrent"] == 0 and model["ngram"] == 3
+    assert summary["config"]["table_lr"] == 5
+    for flag, bad, said in (("--hmm-states", "-1", "--hmm-states"), ("--ngram", "-1", "--ngram"),
+                            ("--ngram", "1", "ngram must be 0 (off) or an order >= 2, got 1"),
+                            ("--table-lr", "0", "table_lr must be a positive finite number, got 0.0")):
+        capsys.readouterr()
+        assert main(["train", "--language", "preset:2gram", flag, bad, "--out", str(tmp_path / "bad")]) == 2, flag
+        assert said in capsys.readouterr().err, flag

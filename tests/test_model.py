@@ -59,12 +59,13 @@ def test_subs_output_is_one_hot_at_revealed_and_a_distribution_at_masked():
     assert torch.equal(p[rev].argmax(-1), x[rev]) and torch.all(p[rev].max(-1).values == 1.0)
 
 
-@pytest.mark.parametrize("neighbours,window,recurrent,hmm_states",
-                         [(0, 0, 0, 0), (2, 0, 0, 0), (2, 3, 0, 0), (2, 3, 6, 0), (0, 0, 0, 5), (2, 3, 6, 5)])
-def test_mdm_is_bidirectional_and_ar_is_causal(neighbours, window, recurrent, hmm_states):
+@pytest.mark.parametrize("neighbours,window,recurrent,hmm_states,ngram",
+                         [(0, 0, 0, 0, 0), (2, 0, 0, 0, 0), (2, 3, 0, 0, 0), (2, 3, 6, 0, 0), (0, 0, 0, 5, 0),
+                          (2, 3, 6, 5, 0), (0, 0, 0, 0, 3), (2, 3, 6, 5, 4)])
+def test_mdm_is_bidirectional_and_ar_is_causal(neighbours, window, recurrent, hmm_states, ngram):
     for causal in (False, True):
         m = _random_model(V=4, causal=causal, neighbours=neighbours, window=window, recurrent=recurrent,
-                          hmm_states=hmm_states)
+                          hmm_states=hmm_states, ngram=ngram)
         x = torch.randint(0, 4, (1, 8), generator=torch.Generator().manual_seed(2))
         y = x.clone()
         y[0, 6] = (y[0, 6] + 1) % 4  # change a late token
@@ -72,13 +73,17 @@ def test_mdm_is_bidirectional_and_ar_is_causal(neighbours, window, recurrent, hm
         assert (d < 1e-6) if causal else (d > 1e-4)
 
 
-@pytest.mark.parametrize("positions,neighbours,window,recurrent,hmm_states",
-                         [(p, 0, 0, 0, 0) for p in POSITIONS] + [("rotary+learned", 3, 0, 0, 0), ("rotary+learned", 3, 3, 0, 0),
-                                                                 ("rotary+learned", 3, 3, 5, 0), ("learned", 0, 0, 4, 0),
-                                                                 ("rotary+learned", 3, 3, 5, 6)])
-def test_kv_cache_logits_equal_uncached(positions, neighbours, window, recurrent, hmm_states):
+@pytest.mark.parametrize("positions,neighbours,window,recurrent,hmm_states,ngram",
+                         [(p, 0, 0, 0, 0, 0) for p in POSITIONS] + [("rotary+learned", 3, 0, 0, 0, 0),
+                                                                    ("rotary+learned", 3, 3, 0, 0, 0),
+                                                                    ("rotary+learned", 3, 3, 5, 0, 0),
+                                                                    ("learned", 0, 0, 4, 0, 0),
+                                                                    ("rotary+learned", 3, 3, 5, 6, 0),
+                                                                    ("learned", 0, 0, 0, 0, 4),
+                                                                    ("rotary+learned", 3, 3, 5, 0, 3)])
+def test_kv_cache_logits_equal_uncached(positions, neighbours, window, recurrent, hmm_states, ngram):
     m = _random_model(V=5, causal=True, L=12, positions=positions, neighbours=neighbours, window=window,
-                      recurrent=recurrent, hmm_states=hmm_states)
+                      recurrent=recurrent, hmm_states=hmm_states, ngram=ngram)
     x = torch.randint(0, 5, (3, 12), generator=torch.Generator().manual_seed(3))
     full = m(ar_input(x, 5))  # one pass with the causal mask
     cached = ar_logits(m, x, use_cache=True)
@@ -123,11 +128,11 @@ def test_neighbour_embedding_sees_exactly_the_offsets_it_names():
     for causal, K in ((False, 2), (True, 2)):
         m = _random_model(V=4, causal=causal, L=10, neighbours=K, positions="learned")
         x = torch.randint(0, 4, (1, 10), generator=torch.Generator().manual_seed(5))
-        base = m.neighbour_embedding(x, 0, None)[0]  # (L, C)
+        base = m.neighbour_embedding(x, 0)[0]  # (L, C)
         for j in range(10):
             y = x.clone()
             y[0, j] = (y[0, j] + 1) % 4
-            changed = ((m.neighbour_embedding(y, 0, None)[0] - base).abs().amax(-1) > 1e-6).nonzero().flatten().tolist()
+            changed = ((m.neighbour_embedding(y, 0)[0] - base).abs().amax(-1) > 1e-6).nonzero().flatten().tolist()
             want = [p for p in range(10) if (j < p <= j + K if causal else 0 < abs(p - j) <= K)]
             assert changed == want, (causal, j, changed)
     with pytest.raises(ValueError, match="neighbours must be an integer in 0..seq_len = 8, got -1"):
@@ -143,7 +148,7 @@ def test_window_embedding_equals_tables_read_by_hand(causal, K, w):
     V, L = 3, 9
     m = _random_model(V=V, causal=causal, L=L, neighbours=K, window=w, positions="learned")
     x = torch.randint(0, V + 1, (2, L), generator=torch.Generator().manual_seed(6))  # tokens and the mask id
-    got = m.neighbour_embedding(x, 0, None)
+    got = m.neighbour_embedding(x, 0)
     hi = 0 if causal else K  # the neighbourhood: offsets -K..hi
     starts = [a for a in range(-K, hi + 1) if a + w - 1 <= hi]
     offsets = [o for o in range(-K, hi + 1) if o]
@@ -162,7 +167,8 @@ def test_window_embedding_equals_tables_read_by_hand(causal, K, w):
 @pytest.mark.parametrize("cfg", [ModelConfig.preset("tiny", 8), ModelConfig.preset("tiny", 8, causal=True),
                                  ModelConfig(vocab_size=5, neighbours=2, window=3), ModelConfig(vocab_size=5),
                                  ModelConfig(vocab_size=5, recurrent=48), ModelConfig(vocab_size=5, recurrent=48, causal=True),
-                                 ModelConfig(vocab_size=5, hmm_states=40), ModelConfig(vocab_size=5, hmm_states=40, causal=True)])
+                                 ModelConfig(vocab_size=5, hmm_states=40), ModelConfig(vocab_size=5, hmm_states=40, causal=True),
+                                 ModelConfig(vocab_size=5, ngram=4), ModelConfig(vocab_size=5, ngram=3, causal=True)])
 def test_estimated_bytes_counts_every_table(cfg):
     """With no batch the estimate is the float32 parameters; it leaves out only biases and LayerNorms (< 2 %)."""
     from mdmt.empirical.model import Transformer, estimated_bytes

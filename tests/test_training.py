@@ -65,9 +65,24 @@ def test_resume_is_identical(tmp_path):
         train(cfg, other, ckpt_path=tmp_path / "b.pt", resume=True, **kw)
 
 
+def test_the_ngram_table_steps_at_table_lr_times_the_learning_rate():
+    """Adam's first step moves every parameter by its group's learning rate (m / sqrt(v) = sign of the gradient)."""
+    from mdmt.empirical.model import Transformer
+    from mdmt.empirical.train import seed_of
+
+    cfg = _train_cfg(_cfg(3, ngram=3), 1, 8, lr=1e-3, warmup_frac=0.0, val_size=8, table_lr=7.0)
+    torch.manual_seed(seed_of(cfg.seed, 0))
+    before = dict(Transformer(cfg.model).named_parameters())
+    after = dict(train(cfg, _bigram(), progress=False, device="cpu").model.named_parameters())
+    moved = {name: (after[name] - p).abs().max().item() for name, p in before.items()}
+    assert moved.pop("ngram.logits") == pytest.approx(7e-3, rel=1e-3)
+    assert max(moved.values()) == pytest.approx(1e-3, rel=1e-3)
+
+
 def test_train_config_validates_every_field():
     model = _cfg(3)
     for bad, message in [(dict(train_steps=0), "train_steps must be >= 1"), (dict(lr=float("nan")), "lr must be"),
+                         (dict(table_lr=0.0), "table_lr must be a positive finite number"),
                          (dict(lr=-1.0), "lr must be"), (dict(t_min=1.5), "t_min must be in"),
                          (dict(batch=2.5), "batch must be an integer"), (dict(language="preset:9gram"), "9gram")]:
         with pytest.raises(ValueError, match=message):

@@ -40,12 +40,20 @@ def add_arguments(p):
     p.add_argument("--recurrent", type=int, default=None, metavar="H",
                    help="a GRU of H units over the embeddings before the transformer blocks (both directions in the "
                         "MDM, forward in the AR model); 0: off (default: the architecture's)")
+    p.add_argument("--hmm-states", type=int, default=None, metavar="S",
+                   help="an HMM layer of S hidden states: a learned HMM whose exact posterior (MDM) or filter (AR) "
+                        "is added to the output logits; 0: off (default: the architecture's)")
+    p.add_argument("--ngram", type=int, default=None, metavar="N",
+                   help="an n-gram layer of order N: a learned n-gram table whose exact posterior (MDM) or next-token "
+                        "law (AR) is added to the output logits; 0: off (default: the architecture's)")
     p.add_argument("--length", "-L", type=int, default=None, help="sequence length L (default: the architecture's)")
     p.add_argument("--train-steps", type=int, default=None,
                    help="optimizer steps (default: the architecture's recipe; with --resume, more steps extend a "
                         "finished run)")
     p.add_argument("--batch", type=int, default=None, help="batch size (default: the recipe's)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the recipe's)")
+    p.add_argument("--table-lr", type=float, default=None, metavar="X",
+                   help="the n-gram layer's table learns at X times the learning rate (default: the recipe's)")
     p.add_argument("--estimator", choices=("count", "time", "harmonic"), default=None,
                    help="NELBO estimator of the MDM: count (m masked positions, m uniform, weight L/m), time "
                         "(MDLM's t ~ U(0,1), weight 1/t) or harmonic (P(m) ~ 1/m, weight H_L) (default: the recipe's)")
@@ -77,11 +85,12 @@ def _config(args, language: str, length: int, lang, resumed):
         base = TrainConfig(model=ModelConfig.preset(args.model, lang.n_symbols, seq_len=length, causal=args.ar),
                            language=language, **RECIPES[args.model])
     arch = {k: v for k, v in (("positions", args.positions), ("neighbours", args.neighbours),
-                                          ("window", args.window), ("recurrent", args.recurrent)) if v is not None}
+                                          ("window", args.window), ("recurrent", args.recurrent),
+                                          ("hmm_states", args.hmm_states), ("ngram", args.ngram)) if v is not None}
     model = base.model.with_(**arch)  # ModelConfig names the valid values; a resume names the settings that differ
     changes = {k: v for k, v in (("train_steps", args.train_steps), ("batch", args.batch), ("lr", args.lr),
                                  ("estimator", args.estimator), ("seed", args.seed), ("ckpt_every", args.ckpt_every),
-                                 ("val_size", args.val_size)) if v is not None}
+                                 ("val_size", args.val_size), ("table_lr", args.table_lr)) if v is not None}
     if resumed is not None and args.language is not None:
         changes["language"] = language
     return base.with_(model=model, **changes)
@@ -102,7 +111,8 @@ def run(args) -> int:
                                ("--length", args.length, 1), ("--learning-error-num", args.learning_error_num, 0),
                                ("--seed", args.seed, 0), ("--ckpt-every", args.ckpt_every, 1),
                                ("--neighbours", args.neighbours, 0), ("--window", args.window, 0),
-                               ("--recurrent", args.recurrent, 0),
+                               ("--recurrent", args.recurrent, 0), ("--hmm-states", args.hmm_states, 0),
+                               ("--ngram", args.ngram, 0),
                                ("--val-size", args.val_size, 1)):
         at_least(flag, value, least)
     out = check_writable(args.out, "--out")
