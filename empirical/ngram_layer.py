@@ -25,9 +25,12 @@ uniform law): the window is observed, so no symmetry has to be broken.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from .ngram_kernels import ngram_backward, ngram_forward
 
 MAX_NGRAM_ROWS = 1 << 16  # (V + 1)^(n - 1) contexts: one forward step is a (B, contexts, V) product
 
@@ -60,7 +63,9 @@ class NgramLayer(nn.Module):
             return self._ar(ids, start)
         if start:
             raise ValueError("the MDM's n-gram layer reads the whole sequence at once (start must be 0)")
-        return self._mdm(ids)
+        if ids.device.type == "cpu":
+            return _CompiledPosterior.apply(self.conditional(), ids, self.V, self.n - 1)
+        return self._mdm_torch(ids)
 
     def _ar(self, ids: torch.Tensor, start: int) -> torch.Tensor:
         B, k, s = ids.shape[0], self.n - 1, self.V
@@ -72,7 +77,8 @@ class NgramLayer(nn.Module):
             ctx = ctx * (s + 1) + sym[:, start + j:start + j + T]
         return F.log_softmax(self.logits, -1)[ctx]  # (B, T, V)
 
-    def _mdm(self, ids: torch.Tensor) -> torch.Tensor:
+    def _mdm_torch(self, ids: torch.Tensor) -> torch.Tensor:
+        """The MDM's posterior by batched tensor operations (any device; autograd through 2 T steps)."""
         B, T = ids.shape
         V, k = self.V, self.n - 1
         W = V + 1  # symbols of a window: tokens and s
@@ -96,4 +102,23 @@ class NgramLayer(nn.Module):
             b = b[..., :V]  # a window ending in s is never reached after position 0
             betas.append(b / b.sum((1, 2), keepdim=True))
         post = (torch.stack(preds, 1) * torch.stack(betas[::-1], 1)).sum(2)  # (B, T, V)
-        return torch.log(post / post.sum(-1, keepdim=True))
+        return torch.where(revealed[..., None], 0.0, torch.log(post / post.sum(-1, keepdim=True)))
+
+
+class _CompiledPosterior(torch.autograd.Function):
+    """The MDM's posterior on the CPU by the compiled kernels of mdmt.empirical.ngram_kernels (float64 inside)."""
+
+    @staticmethod
+    def forward(ctx, P, ids, V, k):
+        Pn = P.detach().double().numpy()
+        idn = ids.detach().numpy().astype(np.int64)
+        out, *saved = ngram_forward(Pn, idn, V, k)
+        ctx.saved = (Pn, idn, V, k, *saved)
+        ctx.dtype = P.dtype
+        return torch.from_numpy(out).to(P.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        Pn, idn, V, k, alpha, pred, beta, z, y, q = ctx.saved
+        gP = ngram_backward(grad.detach().double().numpy(), Pn, idn, V, k, alpha, pred, beta, z, y, q)
+        return torch.from_numpy(gP).to(ctx.dtype), None, None, None

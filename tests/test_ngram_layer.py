@@ -59,7 +59,8 @@ def _ids(Xm, V):
 @pytest.mark.parametrize("spec,order", [("preset:2gram-ter", 2), ("preset:2gram", 4), ("preset:3gram", 3),
                                         ("preset:3gram-ter", 4), ("preset:4gram-ter", 4), ("preset:4gram", 5)])
 def test_mdm_layer_with_the_language_table_is_the_exact_posterior(spec, order):
-    """Orders equal to and above the language's (a higher-order table holds a lower-order language exactly)."""
+    """Orders equal to and above the language's (a higher-order table holds a lower-order language exactly);
+    the CPU path (compiled kernels)."""
     lang = language_from_spec(spec)
     layer = _layer_of(lang, order, causal=False)
     rng = np.random.default_rng(0)
@@ -71,7 +72,8 @@ def test_mdm_layer_with_the_language_table_is_the_exact_posterior(spec, order):
             logp = layer(_ids(Xm, lang.n_symbols))
         masked = Xm == MASK
         assert np.abs(logp.exp().numpy()[masked] - q[masked]).max() < 1e-12, (spec, frac)
-        assert torch.allclose(logp.exp().sum(-1), torch.ones(logp.shape[:2], dtype=torch.float64))
+        assert torch.allclose(logp.exp().sum(-1)[masked], torch.ones(int(masked.sum()), dtype=torch.float64))
+        assert torch.all(logp[~masked] == 0)  # a revealed input: SUBS carries the token over, the layer adds nothing
 
 
 @pytest.mark.parametrize("spec,order", [("preset:3gram-ter", 3), ("preset:4gram-ter", 4), ("preset:2gram", 3)])
@@ -136,3 +138,26 @@ def test_ngram_validation_names_the_value():
     cfg = ModelConfig(vocab_size=8, ngram=4)
     assert Transformer(cfg).ngram.logits.shape == (729, 8)
     assert estimated_bytes(cfg, 0) / 4 == pytest.approx(Transformer(cfg).num_parameters(), rel=0.02)
+
+
+@pytest.mark.parametrize("order,V,L,frac", [(2, 3, 7, 0.4), (3, 3, 9, 0.4), (4, 4, 12, 0.4), (4, 4, 12, 0.95),
+                                            (3, 5, 20, 0.1), (4, 3, 16, 1.0)])
+def test_compiled_posterior_and_its_gradient_equal_the_tensor_recursion(order, V, L, frac):
+    """The CPU kernels (mdmt.empirical.ngram_kernels, a hand-written adjoint) against the batched tensor
+    recursion differentiated by autograd, on random tables and masks: values and gradients to rounding."""
+    layer = NgramLayer(order, V, causal=False).double()
+    g = torch.Generator().manual_seed(order * 100 + L)
+    with torch.no_grad():
+        layer.logits.copy_(torch.randn(layer.logits.shape, dtype=torch.float64, generator=g))
+    x = torch.randint(0, V, (6, L), generator=g)
+    ids = torch.where(torch.rand(6, L, generator=g) < frac, torch.tensor(V), x)
+    weights = torch.randn(6, L, V, dtype=torch.float64, generator=g)
+    grads = []
+    for run in (layer, layer._mdm_torch):
+        out = run(ids)
+        (out * weights).sum().backward()
+        grads.append((out.detach(), layer.logits.grad.clone()))
+        layer.logits.grad = None
+    (a, ga), (b, gb) = grads
+    assert torch.equal(a == 0, b == 0) and torch.allclose(a, b, rtol=0, atol=1e-13)
+    assert torch.allclose(ga, gb, rtol=0, atol=1e-12) and gb.abs().max() > 0.1
