@@ -164,10 +164,13 @@ class Figure1Config:
                          estimated_bytes(net, self.batch), "use a smaller --length or --batch")
 
     def result_settings(self) -> dict:
-        """RESULT_FIELDS, and the architecture of the preset (a preset changed between two runs changes the numbers)."""
+        """RESULT_FIELDS, the architecture of the preset and its recipe's table step (a preset or recipe changed
+        between two runs changes the numbers)."""
         from .model import PRESETS
+        from .train import RECIPES
 
-        return {**{k: getattr(self, k) for k in RESULT_FIELDS}, "architecture": dict(PRESETS[self.model])}
+        return {**{k: getattr(self, k) for k in RESULT_FIELDS}, "architecture": dict(PRESETS[self.model]),
+                "table_lr": RECIPES[self.model].get("table_lr", 1.0)}
 
     def to_dict(self) -> dict:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
@@ -476,7 +479,7 @@ def train_config(cfg: Figure1Config, language: str, vocab_size: int, kind: str):
     return TrainConfig(model=model_config(cfg, language, vocab_size, causal=(kind == "ar")), language=language,
                        train_steps=cfg.train_steps, batch=cfg.batch, lr=cfg.lr, estimator=cfg.estimator, seed=cfg.seed,
                        val_size=cfg.val_size, warmup_frac=RECIPES[cfg.model]["warmup_frac"],
-                       ckpt_every=max(50, cfg.train_steps // 20))
+                       table_lr=RECIPES[cfg.model].get("table_lr", 1.0), ckpt_every=max(50, cfg.train_steps // 20))
 
 
 def _train_job(cfg: dict, language: str, kind: str, out: str, device: str) -> str:

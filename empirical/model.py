@@ -78,10 +78,10 @@ from .ngram_layer import MAX_NGRAM_ROWS, NgramLayer, ngram_rows
 
 NEG = -1e6  # log-probability of an excluded token (exp underflows to exactly 0 in float32)
 
-# Table 2 of the paper, and a CPU-sized version with the same structure plus the neighbour and window embeddings
-# and the recurrent layer.
+# Table 2 of the paper, and a CPU-sized version with the same structure plus an n-gram layer of order 4 (the largest
+# order of Table 1's languages; docs/empirical.md measures why).
 PRESETS = {
-    "tiny": dict(d_model=64, n_layers=2, n_heads=4, seq_len=64, neighbours=3, window=4, recurrent=64),
+    "tiny": dict(d_model=64, n_layers=2, n_heads=4, seq_len=64, ngram=4),
     "paper": dict(d_model=512, n_layers=8, n_heads=8, seq_len=512),
 }
 
@@ -159,11 +159,6 @@ class ModelConfig:
         arch = dict(PRESETS[name])
         if seq_len is not None:
             arch["seq_len"] = seq_len
-        if "neighbours" in arch:  # an offset of L or more reads "outside" at every position (a constant): dropped
-            arch["neighbours"] = min(arch["neighbours"], arch["seq_len"] - 1)
-        if arch.get("window"):  # runs must fit in the (possibly shortened) neighbourhood
-            w = min(arch["window"], neighbourhood_span(arch["neighbours"], causal))
-            arch["window"] = w if w >= 2 else 0
         return cls(vocab_size=vocab_size, causal=causal, **arch)
 
     def with_(self, **changes) -> "ModelConfig":

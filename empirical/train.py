@@ -83,7 +83,7 @@ QUICK_VAL = 256  # validation sequences of the evaluations during training (the 
 #: The training recipe of each architecture preset (mdmt.empirical.model.PRESETS): the defaults of ``mdmt train``
 #: and ``mdmt figure1``.  ``tiny`` was chosen by the ablation of docs/empirical.md (CPU); ``paper`` is Table 3.
 RECIPES = {
-    "tiny": dict(train_steps=6000, batch=64, lr=3e-3, estimator="harmonic", warmup_frac=0.1),
+    "tiny": dict(train_steps=2000, batch=64, lr=3e-3, table_lr=10.0, estimator="harmonic", warmup_frac=0.1),
     "paper": dict(train_steps=20000, batch=64, lr=3e-4, estimator="count", warmup_frac=0.1),
 }
 

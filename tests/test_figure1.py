@@ -102,10 +102,10 @@ def test_rerun_recomputes_nothing_and_changed_settings_are_refused(full_run):
     with pytest.raises(ValueError, match="train_steps"):
         _run(out, train_steps=7)
     settings = json.loads((out / "config.json").read_text())["result_settings"]
-    assert settings["architecture"]["window"] == 4  # the tiny preset, recorded whole
+    assert settings["architecture"]["ngram"] == 4  # the tiny preset, recorded whole
     older = out.parent / (out.name + "-older")  # a folder made before the preset changed: refused, not mixed
     older.mkdir()
-    settings["architecture"] = {**settings["architecture"], "window": 0}
+    settings["architecture"] = {**settings["architecture"], "ngram": 0}
     (older / "config.json").write_text(json.dumps({"result_settings": settings}))
     with pytest.raises(ValueError, match=r"other settings \(architecture differ\)"):
         _run(older)

@@ -22,12 +22,10 @@ def test_config_validation_and_presets():
     p = ModelConfig.preset("paper", 8)
     assert (p.d_model, p.n_layers, p.n_heads, p.seq_len) == (512, 8, 8, 512)  # Table 2
     t = ModelConfig.preset("tiny", 8, causal=True)
-    assert (t.d_model, t.n_layers, t.n_heads, t.causal, t.neighbours, t.window, t.recurrent) == (64, 2, 4, True, 3, 4, 64)
-    short = ModelConfig.preset("tiny", 8, seq_len=2)
-    assert (short.neighbours, short.window) == (1, 3)  # offsets >= L dropped, runs cut to the neighbourhood -1..1
-    assert ModelConfig.preset("tiny", 8, seq_len=2, causal=True).window == 2  # AR runs inside -1..0
-    assert ModelConfig.preset("tiny", 8, seq_len=1).window == 0  # no neighbours, no runs
-    assert p.neighbours == 0 and p.window == 0 and p.recurrent == 0  # Table 2's transformer as it is
+    assert (t.d_model, t.n_layers, t.n_heads, t.causal, t.ngram, t.neighbours, t.window, t.recurrent) == (
+        64, 2, 4, True, 4, 0, 0, 0)
+    assert ModelConfig.preset("tiny", 8, seq_len=2).seq_len == 2  # the n-gram layer reads any length
+    assert (p.neighbours, p.window, p.recurrent, p.hmm_states, p.ngram) == (0, 0, 0, 0, 0)  # Table 2's transformer
     assert t.positions == "rotary+learned"
     with pytest.raises(ValueError, match="positions must be one of .* got 'sinusoidal'"):
         ModelConfig(positions="sinusoidal")

@@ -160,12 +160,14 @@ def test_cli_train_position_encoding(tmp_path, capsys):
     assert main(common + ["--positions", "sinusoidal", "--out", str(tmp_path / "c")]) == 2
     assert "got 'sinusoidal'" in capsys.readouterr().err
     model = summary["config"]["model"]
-    assert (model["neighbours"], model["window"], model["recurrent"]) == (3, 4, 64)  # the tiny architecture
-    assert main(common + ["--neighbours", "1", "--window", "2", "--recurrent", "0", "--out", str(tmp_path / "d")]) == 0
+    assert (model["neighbours"], model["window"], model["recurrent"], model["ngram"]) == (0, 0, 0, 4)  # tiny
+    assert summary["config"]["table_lr"] == 10.0  # the tiny recipe
+    assert main(common + ["--neighbours", "1", "--window", "2", "--recurrent", "3", "--ngram", "0",
+                          "--out", str(tmp_path / "d")]) == 0
     model = json.loads(capsys.readouterr().out)["config"]["model"]
-    assert (model["neighbours"], model["window"], model["recurrent"]) == (1, 2, 0)
-    assert main(common + ["--neighbours", "1", "--out", str(tmp_path / "e")]) == 2  # tiny's runs of 4 need K >= 2
-    assert "window must be 0 or an integer in 2..3" in capsys.readouterr().err
+    assert (model["neighbours"], model["window"], model["recurrent"], model["ngram"]) == (1, 2, 3, 0)
+    assert main(common + ["--window", "4", "--out", str(tmp_path / "e")]) == 2  # runs need a neighbourhood
+    assert "runs inside the neighbourhood of neighbours = 0), got 4" in capsys.readouterr().err
     assert main(common + ["--window", "-1", "--out", str(tmp_path / "f")]) == 2
     assert "--window" in capsys.readouterr().err
     assert main(common + ["--recurrent", "-3", "--out", str(tmp_path / "g")]) == 2
