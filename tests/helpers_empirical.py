@@ -36,3 +36,20 @@ def _random_model(V=3, causal=False, L=8, seed=0, positions="rotary+learned", ne
     return m.eval()
 
 
+
+
+def masked_layer_laws(lang, law, num, length, fracs, seed=0):
+    """For each fraction f: (the layer's log-law, the language's exact posterior q(x_i | x_U), the mask) on ``num``
+    sequences of ``lang`` with each position masked with probability f; ``law`` maps input ids (mask = V) to
+    log-probabilities (B, L, V)."""
+    import torch
+
+    from mdmt.constructions.validation import MASK
+
+    rng = np.random.default_rng(seed)
+    X = lang.sample(num, length, rng)
+    for frac in fracs:
+        Xm = np.where(rng.random(X.shape) < frac, MASK, X)
+        with torch.no_grad():
+            logp = law(torch.as_tensor(np.where(Xm == MASK, lang.n_symbols, Xm)))
+        yield logp, lang.posterior_marginals(Xm), Xm == MASK

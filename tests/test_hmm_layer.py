@@ -13,7 +13,7 @@ from mdmt.constructions.languages.spec import language_from_spec
 from mdmt.constructions.validation import MASK
 from mdmt.empirical.hmm_layer import HMMLayer
 from mdmt.empirical.model import ModelConfig, Transformer, ar_input
-from tests.helpers_empirical import _random_model
+from tests.helpers_empirical import _random_model, masked_layer_laws
 
 torch.set_num_threads(1)
 
@@ -35,16 +35,16 @@ def _layer_of(language, causal: bool) -> HMMLayer:
 def test_mdm_layer_with_the_language_parameters_is_the_exact_posterior(spec):
     lang = language_from_spec(spec)
     layer = _layer_of(lang, causal=False)
-    rng = np.random.default_rng(0)
-    X = lang.sample(24, 36, rng)
-    for frac in (0.1, 0.5, 0.9):
-        Xm = np.where(rng.random(X.shape) < frac, MASK, X)
-        q = lang.posterior_marginals(Xm)  # (n, L, V)
-        with torch.no_grad():
-            logp, post, _ = layer(torch.as_tensor(np.where(Xm == MASK, lang.n_symbols, Xm)))
-        masked = Xm == MASK
-        assert np.abs(logp.exp().numpy()[masked] - q[masked]).max() < 1e-12, (spec, frac)
-        assert torch.allclose(post.sum(-1), torch.ones(post.shape[:2], dtype=torch.float64))
+    posts = []  # the layer's state laws of the same inputs
+
+    def law(ids):
+        logp, post, _ = layer(ids)
+        posts.append(post)
+        return logp
+
+    for logp, q, masked in masked_layer_laws(lang, law, 24, 36, (0.1, 0.5, 0.9)):
+        assert np.abs(logp.exp().numpy()[masked] - q[masked]).max() < 1e-12, spec
+        assert torch.allclose(posts[-1].sum(-1), torch.ones(masked.shape, dtype=torch.float64))
 
 
 @pytest.mark.parametrize("spec", ["preset:hmm-ter", "preset:3gram-ter"])

@@ -16,7 +16,7 @@ from mdmt.constructions.languages.spec import language_from_spec
 from mdmt.constructions.validation import MASK
 from mdmt.empirical.model import ModelConfig, Transformer, ar_input, estimated_bytes
 from mdmt.empirical.ngram_layer import NgramLayer
-from tests.helpers_empirical import _random_model
+from tests.helpers_empirical import _random_model, masked_layer_laws
 
 torch.set_num_threads(1)
 
@@ -63,15 +63,8 @@ def test_mdm_layer_with_the_language_table_is_the_exact_posterior(spec, order):
     the CPU path (compiled kernels)."""
     lang = language_from_spec(spec)
     layer = _layer_of(lang, order, causal=False)
-    rng = np.random.default_rng(0)
-    X = lang.sample(12, 23, rng)
-    for frac in (0.05, 0.5, 0.95):
-        Xm = np.where(rng.random(X.shape) < frac, MASK, X)
-        q = lang.posterior_marginals(Xm)  # (n, L, V)
-        with torch.no_grad():
-            logp = layer(_ids(Xm, lang.n_symbols))
-        masked = Xm == MASK
-        assert np.abs(logp.exp().numpy()[masked] - q[masked]).max() < 1e-12, (spec, frac)
+    for logp, q, masked in masked_layer_laws(lang, layer, 12, 23, (0.05, 0.5, 0.95)):
+        assert np.abs(logp.exp().numpy()[masked] - q[masked]).max() < 1e-12, spec
         assert torch.allclose(logp.exp().sum(-1)[masked], torch.ones(int(masked.sum()), dtype=torch.float64))
         assert torch.all(logp[~masked] == 0)  # a revealed input: SUBS carries the token over, the layer adds nothing
 
