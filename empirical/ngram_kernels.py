@@ -6,14 +6,20 @@ so the window c = (a, r) moves to (r, d) = r W + d), run row by row in float64 w
 structure makes it cheap:
 
 * forward: pred_t[r, d] = sum_a alpha_{t-1}[a R + r] P[a R + r, d] loops over the support of
-  alpha_{t-1} only -- one window after n - 1 revealed tokens, W^j after j masked ones;
-* backward: beta_{t-1}[c] = sum_d P[c, d] e_t(d) beta_t[c mod R, d] is one term where x_t is revealed;
-* the posterior q_t(d) is proportional to sum_r pred_t[r, d] beta_t[r, d] (leave-one-out at t).
+  alpha_{t-1} only -- one window after n - 1 revealed tokens, W^j after j masked ones -- where
+  alpha_{t-1}[r W + d] = pred_{t-1}[r, d] e_{t-1}(d) / z_{t-1} is read off pred (never stored);
+* backward: beta_{t-1}[c] = sum_d P[c, d] e_t(d) beta_t[c mod R, d] / y_{t-1} is computed only where
+  something reads it (the posterior at a masked t, a needed entry of beta_{t-2}), one term where
+  x_t is revealed;
+* the posterior q_t(d) is proportional to sum_r pred_t[r, d] beta_t[r, d] at every masked t (the
+  layer adds nothing at a revealed input, where SUBS carries the token over).
 
-``ngram_backward`` is the reverse-mode derivative of exactly these operations (written out by hand:
-normalisations included), so a batch costs a few times its forward pass and no autograd graph of
-2 T small tensor operations is built.  tests/test_ngram_layer.py checks values and gradients
-against the torch recursion (autograd) and the values against the languages' exact posterior.
+Only the live rows of pred (those not all zero) and the needed entries of beta are written: the
+arrays are allocated uninitialised and the masks ``live`` and ``need`` say what holds a value.
+``ngram_backward`` is the reverse-mode derivative of exactly these operations (written out by
+hand), so a batch costs a few times its forward pass and no autograd graph of 2 T small tensor
+operations is built.  tests/test_ngram_layer.py checks values and gradients against the tensor
+recursion differentiated by autograd, and the values against the languages' exact posterior.
 """
 
 from __future__ import annotations
@@ -25,73 +31,74 @@ import numpy as np
 @nb.njit(cache=True)
 def ngram_forward(P, ids, V, k):
     """Log posterior (B, T, V) at the masked inputs (id V) of the n-gram P (S, V) given the revealed ones
-    (0 at revealed inputs), and the messages the gradient needs: alpha (B, T, S), pred (B, T, R, V),
-    beta (B, T, R, V), z (B, T), y (B, T), q (B, T, V) (the normalised posterior).
-
-    beta_t is computed only where something reads it: at the rows r of a masked t whose pred_t is
-    not all zero (the posterior there), and where a needed beta_{t-1} entry reads it.
-    """
+    (0 at revealed inputs), and what the gradient needs: pred (B, T, R, V), beta (B, T, R, V), z (B, T),
+    y (B, T), q (B, T, V) (the normalised posterior), live (B, T, R), need (B, T, R, V)."""
     W = V + 1
     R = W ** (k - 1)
     S = R * W
     B, T = ids.shape
-    alpha = np.zeros((B, T, S))
-    pred = np.zeros((B, T, R, V))
-    beta = np.zeros((B, T, R, V))
+    pred = np.empty((B, T, R, V))
+    beta = np.empty((B, T, R, V))
     z = np.ones((B, T))
     y = np.ones((B, T))
     q = np.zeros((B, T, V))
     out = np.zeros((B, T, V))
-    start = np.zeros(S)
-    start[S - 1] = 1.0  # the window (s, .., s) before position 0
-    live = np.zeros((T, R), dtype=np.bool_)  # rows r of pred_t that are not all zero
-    need = np.zeros((T, R, V), dtype=np.bool_)  # entries of beta_t that are read
+    live = np.zeros((B, T, R), dtype=np.bool_)  # rows r of pred_t that hold values (the others are 0)
+    need = np.zeros((B, T, R, V), dtype=np.bool_)  # entries of beta_t that are read
     for b in range(B):
-        live[:] = False
-        need[:] = False
-        prev = start
         for t in range(T):
             x = ids[b, t]
             pt = pred[b, t]
-            for c in range(S):
-                w = prev[c]
-                if w != 0.0:
-                    r = c % R
-                    live[t, r] = True
-                    for d in range(V):
-                        pt[r, d] += w * P[c, d]
-            at = alpha[b, t]
+            if t == 0:  # the window (s, .., s) before position 0
+                r = (S - 1) % R
+                live[b, 0, r] = True
+                for d in range(V):
+                    pt[r, d] = P[S - 1, d]
+            else:
+                xp = ids[b, t - 1]
+                zp = z[b, t - 1]
+                for rp in range(R):
+                    if not live[b, t - 1, rp]:
+                        continue
+                    for dp in range(V):
+                        if xp < V and dp != xp:
+                            continue
+                        w = pred[b, t - 1, rp, dp] / zp  # alpha_{t-1} at the window c = rp W + dp
+                        c = rp * W + dp
+                        r = c % R
+                        if not live[b, t, r]:
+                            live[b, t, r] = True
+                            for d in range(V):
+                                pt[r, d] = 0.0
+                        for d in range(V):
+                            pt[r, d] += w * P[c, d]
             tot = 0.0
             for r in range(R):
-                if live[t, r]:
-                    for d in range(V):
-                        if x == V or d == x:
-                            at[r * W + d] = pt[r, d]
+                if live[b, t, r]:
+                    if x == V:
+                        for d in range(V):
                             tot += pt[r, d]
-            for r in range(R):
-                if live[t, r]:
-                    for d in range(V):
-                        at[r * W + d] /= tot
+                    else:
+                        tot += pt[r, x]
             z[b, t] = tot
-            prev = at
             if x == V:  # the posterior at t reads beta_t on the live rows
                 for r in range(R):
-                    if live[t, r]:
+                    if live[b, t, r]:
                         for d in range(V):
-                            need[t, r, d] = True
+                            need[b, t, r, d] = True
             if t > 0:  # a needed beta_{t-1}[r', d'] reads beta_t[(r' W + d') mod R, d] for d allowed at t
                 for r2 in range(R):
                     for d2 in range(V):
-                        if need[t - 1, r2, d2]:
+                        if need[b, t - 1, r2, d2]:
                             r = (r2 * W + d2) % R
                             if x == V:
                                 for d in range(V):
-                                    need[t, r, d] = True
+                                    need[b, t, r, d] = True
                             else:
-                                need[t, r, x] = True
+                                need[b, t, r, x] = True
         for r in range(R):
             for d in range(V):
-                if need[T - 1, r, d]:
+                if need[b, T - 1, r, d]:
                     beta[b, T - 1, r, d] = 1.0
         for t in range(T - 1, 0, -1):
             x = ids[b, t]
@@ -100,7 +107,7 @@ def ngram_forward(P, ids, V, k):
             tot = 0.0
             for r2 in range(R):
                 for d2 in range(V):
-                    if need[t - 1, r2, d2]:
+                    if need[b, t - 1, r2, d2]:
                         c = r2 * W + d2
                         r = c % R
                         if x < V:
@@ -114,7 +121,7 @@ def ngram_forward(P, ids, V, k):
             if tot > 0.0:
                 for r2 in range(R):
                     for d2 in range(V):
-                        if need[t - 1, r2, d2]:
+                        if need[b, t - 1, r2, d2]:
                             nb_[r2, d2] /= tot
                 y[b, t - 1] = tot
         for t in range(T):
@@ -124,43 +131,39 @@ def ngram_forward(P, ids, V, k):
             for d in range(V):
                 acc = 0.0
                 for r in range(R):
-                    if live[t, r]:
+                    if live[b, t, r]:
                         acc += pred[b, t, r, d] * beta[b, t, r, d]
                 q[b, t, d] = acc
                 tot += acc
             for d in range(V):
                 q[b, t, d] /= tot
                 out[b, t, d] = np.log(q[b, t, d]) if q[b, t, d] > 0 else -np.inf
-    return out, alpha, pred, beta, z, y, q
+    return out, pred, beta, z, y, q, live, need
 
 
 @nb.njit(cache=True)
-def ngram_backward(G, P, ids, V, k, alpha, pred, beta, z, y, q):
-    """dLoss/dP (S, V) given G = dLoss/d(log posterior) (B, T, V) and the messages of ``ngram_forward``.
+def ngram_backward(G, P, ids, V, k, pred, beta, z, y, q, live, need):
+    """dLoss/dP (S, V) given G = dLoss/d(log posterior) (B, T, V) and what ``ngram_forward`` returned.
 
     The normalisers z_t and y_t are held constant: the posterior at every t is invariant to a
     positive factor on any alpha_t or beta_t, so their derivatives cancel exactly, and without
-    them every adjoint stays on the support of the forward messages (the rows r of pred_t that
-    are not all zero), which is where the loops run.
+    them every adjoint stays on the live rows of pred and the needed entries of beta.
     """
     W = V + 1
     R = W ** (k - 1)
     S = R * W
     B, T = ids.shape
     gP = np.zeros((S, V))
-    gpred = np.zeros((T, R, V))
-    gbeta = np.zeros((T, R, V))
-    live = np.zeros((T, R), dtype=np.bool_)
+    gpred = np.empty((T, R, V))
+    gbeta = np.empty((T, R, V))
     for b in range(B):
-        gpred[:] = 0.0
-        gbeta[:] = 0.0
         for t in range(T):
             for r in range(R):
-                live[t, r] = False
                 for d in range(V):
-                    if pred[b, t, r, d] != 0.0:
-                        live[t, r] = True
-                        break
+                    if live[b, t, r]:
+                        gpred[t, r, d] = 0.0
+                    if need[b, t, r, d]:
+                        gbeta[t, r, d] = 0.0
         # log q_t(d) = log p_t(d) - log sum_d p_t(d), p_t(d) = sum_r pred_t[r, d] beta_t[r, d]
         for t in range(T):
             if ids[b, t] < V:
@@ -170,46 +173,50 @@ def ngram_backward(G, P, ids, V, k, alpha, pred, beta, z, y, q):
             for d in range(V):
                 gsum += G[b, t, d]
                 for r in range(R):
-                    if live[t, r]:
+                    if live[b, t, r]:
                         norm += pred[b, t, r, d] * beta[b, t, r, d]
             for d in range(V):
                 gp = (G[b, t, d] / q[b, t, d] - gsum) / norm if q[b, t, d] > 0 else 0.0
                 if gp != 0.0:
                     for r in range(R):
-                        if live[t, r]:
+                        if live[b, t, r]:
                             gpred[t, r, d] += gp * beta[b, t, r, d]
                             gbeta[t, r, d] += gp * pred[b, t, r, d]
         # beta_{t-1}[c] = sum_d P[c, d] e_t(d) beta_t[c mod R, d] / y: adjoints in reverse order of computation
         for t in range(1, T):
             x = ids[b, t]
-            gnb = gbeta[t - 1]
-            for c in range(S):
-                last = c % W
-                if last == V:
-                    continue
-                gb = gnb[c // W, last]
-                if gb == 0.0:
-                    continue
-                gb /= y[b, t - 1]
-                r = c % R
-                for d in range(V):
-                    if x == V or d == x:
-                        gP[c, d] += gb * beta[b, t, r, d]
-                        gbeta[t, r, d] += gb * P[c, d]
-        # alpha_t[r W + d] = pred_t[r, d] e_t(d) / z_t; pred_{t+1}[r, d] = sum_a alpha_t[a R + r] P[a R + r, d]
+            for r2 in range(R):
+                for d2 in range(V):
+                    if not need[b, t - 1, r2, d2]:
+                        continue
+                    gb = gbeta[t - 1, r2, d2]
+                    if gb == 0.0:
+                        continue
+                    gb /= y[b, t - 1]
+                    c = r2 * W + d2
+                    r = c % R
+                    for d in range(V):
+                        if x == V or d == x:
+                            gP[c, d] += gb * beta[b, t, r, d]
+                            gbeta[t, r, d] += gb * P[c, d]
+        # alpha_t[r W + d] = pred_t[r, d] e_t(d) / z_t; pred_{t+1}[r', d'] = sum_a alpha_t[a R + r'] P[a R + r', d']
         for t in range(T - 2, -1, -1):
             x = ids[b, t]
-            at = alpha[b, t]
-            gn = gpred[t + 1]
-            for c in range(S):
-                w = at[c]
-                if w != 0.0:
+            zt = z[b, t]
+            for rp in range(R):
+                if not live[b, t, rp]:
+                    continue
+                for dp in range(V):
+                    if x < V and dp != x:
+                        continue
+                    w = pred[b, t, rp, dp] / zt
+                    c = rp * W + dp
                     r = c % R
                     acc = 0.0
                     for d in range(V):
-                        acc += gn[r, d] * P[c, d]
-                        gP[c, d] += w * gn[r, d]
-                    gpred[t, c // W, c % W] += acc / z[b, t]  # c = r' W + d' with e_t(d') = 1 (alpha_t[c] != 0)
+                        acc += gpred[t + 1, r, d] * P[c, d]
+                        gP[c, d] += w * gpred[t + 1, r, d]
+                    gpred[t, rp, dp] += acc / zt
         r0 = (S - 1) % R  # pred_0 comes from the start window
         for d in range(V):
             gP[S - 1, d] += gpred[0, r0, d]

@@ -119,6 +119,5 @@ class _CompiledPosterior(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        Pn, idn, V, k, alpha, pred, beta, z, y, q = ctx.saved
-        gP = ngram_backward(grad.detach().double().numpy(), Pn, idn, V, k, alpha, pred, beta, z, y, q)
+        gP = ngram_backward(grad.detach().double().numpy(), *ctx.saved)
         return torch.from_numpy(gP).to(ctx.dtype), None, None, None
