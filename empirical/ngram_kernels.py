@@ -14,7 +14,9 @@ structure makes it cheap:
 * the posterior q_t(d) is proportional to sum_r pred_t[r, d] beta_t[r, d] at every masked t (the
   layer adds nothing at a revealed input, where SUBS carries the token over).
 
-Only the live rows of pred (those not all zero) and the needed entries of beta are written: the
+A table under which the revealed tokens of a row are impossible (z_t = 0, as after a diverging
+step) gives NaN for that row, as the tensor recursion does, and training stops on the non-finite
+loss.  Only the live rows of pred (those not all zero) and the needed entries of beta are written: the
 arrays are allocated uninitialised and the masks ``live`` and ``need`` say what holds a value.
 ``ngram_backward`` is the reverse-mode derivative of exactly these operations (written out by
 hand), so a batch costs a few times its forward pass and no autograd graph of 2 T small tensor
@@ -28,7 +30,7 @@ import numba as nb
 import numpy as np
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def ngram_forward(P, ids, V, k):
     """Log posterior (B, T, V) at the masked inputs (id V) of the n-gram P (S, V) given the revealed ones
     (0 at revealed inputs), and what the gradient needs: pred (B, T, R, V), beta (B, T, R, V), z (B, T),
@@ -137,11 +139,11 @@ def ngram_forward(P, ids, V, k):
                 tot += acc
             for d in range(V):
                 q[b, t, d] /= tot
-                out[b, t, d] = np.log(q[b, t, d]) if q[b, t, d] > 0 else -np.inf
+                out[b, t, d] = np.log(q[b, t, d])  # -inf where q = 0; NaN where the table excludes the row
     return out, pred, beta, z, y, q, live, need
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def ngram_backward(G, P, ids, V, k, pred, beta, z, y, q, live, need):
     """dLoss/dP (S, V) given G = dLoss/d(log posterior) (B, T, V) and what ``ngram_forward`` returned.
 

@@ -154,3 +154,15 @@ def test_compiled_posterior_and_its_gradient_equal_the_tensor_recursion(order, V
     (a, ga), (b, gb) = grads
     assert torch.equal(a == 0, b == 0) and torch.allclose(a, b, rtol=0, atol=1e-13)
     assert torch.allclose(ga, gb, rtol=0, atol=1e-12) and gb.abs().max() > 0.1
+
+
+def test_a_row_the_table_excludes_gives_nan_on_both_paths():
+    """Revealed tokens impossible under the table (a diverged step): NaN for that row, not an error or a number."""
+    layer = NgramLayer(2, 3, causal=False).double()
+    with torch.no_grad():
+        layer.logits.copy_(torch.log(torch.tensor([[0.5, 0.5, 0.0], [1 / 3] * 3, [1 / 3] * 3, [1 / 3] * 3],
+                                                  dtype=torch.float64)))
+    ids = torch.tensor([[0, 2, 3, 1], [0, 1, 3, 1]])  # 0 -> 2 has probability 0
+    for run in (layer, layer._mdm_torch):
+        out = run(ids)
+        assert torch.isnan(out[0, 2]).all() and torch.isfinite(out[1, 2]).all()
