@@ -6,7 +6,7 @@ attention biases toward near positions, ``"...+alibi"``; Appendix E.2,
 Table 2: hidden 512, 8 layers, 8 heads, L = 512 -- the ``paper`` preset; ``tiny`` is a
 CPU-sized version with the same structure).  They differ only in the attention mask.
 
-Neighbour embedding (``ModelConfig.neighbours = K``, 0 = off; on in ``tiny``).  Each position
+Neighbour embedding (``ModelConfig.neighbours = K``, 0 = off).  Each position
 also adds a learned embedding of the input id at each offset o = -K..-1, 1..K (the AR model:
 -K..-1 only, so it stays causal), one table per offset, positions outside the sequence reading a
 reserved id.  The posterior q(x_i | x_U) of an n-gram with every neighbour revealed is a product
@@ -14,7 +14,7 @@ of n table entries over the window x_{i-n+1..i+n-1}; a bidirectional model must 
 2(n-1) neighbours to position i by attention, which a small model learns slowly (docs/empirical.md
 measures it).  The embedding hands them over directly; attention still sees the whole sequence.
 
-Window embedding (``ModelConfig.window = w``, 0 = off; ``tiny``: w = 4).  Each position also adds
+Window embedding (``ModelConfig.window = w``, 0 = off).  Each position also adds
 a learned embedding of the *joint* id of every run of w consecutive input ids inside its
 neighbourhood (offsets -K..K; AR: -K..0), one table of (V + 2)^w ids per run.  With every
 neighbour revealed the n-gram posterior's logit is a sum of n table terms, term k a function of
@@ -29,6 +29,11 @@ stream.  With masked neighbours the posterior q(x_i | x_U) sums over every filli
 run around i up to the nearest separator (Definition B.4): a forward-backward recursion
 (mdmt.constructions.reverse), which a recurrence over positions carries naturally and attention
 must assemble layer by layer.  AR decoding keeps the forward state in the ``KVCache``.
+
+n-gram layer (``ModelConfig.ngram = n``, 0 = off; ``tiny``: n = 4) and HMM layer
+(``ModelConfig.hmm_states = S``): a learned n-gram table or dense HMM whose exact posterior given the
+input (MDM) or next-token law (AR) is added to the output logits (mdmt.empirical.ngram_layer,
+mdmt.empirical.hmm_layer; docs/empirical.md measures why).
 
 MDM (bidirectional attention).  The input is x_t with masked positions (``MASK = -1`` in
 sequences) fed as the extra input id ``V``.  The output is the SUBS parameterization of the
