@@ -76,6 +76,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from mdmt.constructions.languages.ngram import MAX_ORDER
 from mdmt.constructions.validation import MASK
 
 from .hmm_layer import HMMLayer
@@ -148,7 +149,7 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.hmm_states must be an integer in 0..{MAX_HMM_STATES} (0: off), got {self.hmm_states!r}")
         if not isinstance(self.ngram, int) or isinstance(self.ngram, bool) or self.ngram < 0 or self.ngram == 1:
             raise ValueError(f"ModelConfig.ngram must be 0 (off) or an order >= 2, got {self.ngram!r}")
-        if self.ngram and (self.ngram > 64 or ngram_rows(self.ngram, self.vocab_size) > MAX_NGRAM_ROWS):
+        if self.ngram and (self.ngram > MAX_ORDER or ngram_rows(self.ngram, self.vocab_size) > MAX_NGRAM_ROWS):
             raise ValueError(f"ModelConfig.ngram = {self.ngram} needs (V + 1)^(n - 1) contexts (V = {self.vocab_size}); "
                              f"at most {MAX_NGRAM_ROWS} fit")
         if self.positions not in POSITIONS:

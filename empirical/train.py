@@ -123,8 +123,9 @@ def parameter_groups(model: Transformer, table_lr: float) -> list[dict]:
     several nats (a peaked conditional law), where the weights of the network move by hundredths; a
     table on the network's step size would need far more steps than the network (docs/empirical.md).
     """
-    table = [p for name, p in model.named_parameters() if name.startswith("ngram.")]
-    rest = [p for name, p in model.named_parameters() if not name.startswith("ngram.")]
+    table, rest = [], []
+    for name, p in model.named_parameters():
+        (table if name.startswith("ngram.") else rest).append(p)
     return [{"params": rest, "lr_scale": 1.0}] + ([{"params": table, "lr_scale": table_lr}] if table else [])
 
 
@@ -497,12 +498,14 @@ def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_pa
         torch.manual_seed(seed_of(cfg.seed, 0))
         model = Transformer(cfg.model)
     model = model.to(device)
-    opt = torch.optim.AdamW(parameter_groups(model, cfg.table_lr), lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0,
-                            foreach=True)
+    groups = parameter_groups(model, cfg.table_lr)
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.999), weight_decay=0.0, foreach=True)
     step, losses, history, cpu_before = 0, [], [], 0.0
     if state is not None:
         model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
+        opt.load_state_dict(state["optimizer"])  # takes the saved groups' settings: a checkpoint older than
+        for group, made in zip(opt.param_groups, groups):  # lr_scale has none, so it is set from the config
+            group["lr_scale"] = made["lr_scale"]
         step, losses, history = int(state["step"]), list(state["losses"]), list(state["history"])
         cpu_before = float(state.get("cpu_seconds", 0.0))
         torch.set_rng_state(state["rng_torch"].cpu())

@@ -79,6 +79,23 @@ def test_the_ngram_table_steps_at_table_lr_times_the_learning_rate():
     assert max(moved.values()) == pytest.approx(1e-3, rel=1e-3)
 
 
+def test_a_checkpoint_without_group_scales_resumes(tmp_path):
+    """Checkpoints written before the n-gram table had its own step size saved no lr_scale in their groups."""
+    lang = _bigram()
+    cfg = _train_cfg(_cfg(3), 6, 8, lr=1e-3, seed=3, val_size=16)
+    kw = dict(progress=False, device="cpu")
+    full = train(cfg, lang, ckpt_path=tmp_path / "a.pt", **kw)
+    train(cfg, lang, ckpt_path=tmp_path / "b.pt", stop_at=3, **kw)
+    state = load_checkpoint(tmp_path / "b.pt")
+    for group in state["optimizer"]["param_groups"]:
+        del group["lr_scale"]
+    from mdmt.empirical.checkpoint import save_checkpoint
+
+    save_checkpoint(tmp_path / "b.pt", state)
+    rest = train(cfg, lang, ckpt_path=tmp_path / "b.pt", resume=True, **kw)
+    assert rest.losses == full.losses
+
+
 def test_train_config_validates_every_field():
     model = _cfg(3)
     for bad, message in [(dict(train_steps=0), "train_steps must be >= 1"), (dict(lr=float("nan")), "lr must be"),
