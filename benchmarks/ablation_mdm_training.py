@@ -97,6 +97,9 @@ VARIANTS = {
     "ng4": dict(estimator="harmonic", ngram=4, lr=3e-3, train_steps=6000),
     "ng4-t10": dict(estimator="harmonic", ngram=4, lr=3e-3, table_lr=10.0, train_steps=2000),
     "ng4-t10-ar": dict(ngram=4, lr=3e-3, table_lr=10.0, train_steps=2000, causal=True),
+    "ng4-t10-w4": dict(estimator="harmonic", neighbours=3, window=4, ngram=4, lr=3e-3, table_lr=10.0,
+                       train_steps=2000),
+    "ng4-t10-gru64": dict(estimator="harmonic", recurrent=64, ngram=4, lr=3e-3, table_lr=10.0, train_steps=2000),
     "ar": dict(causal=True),
     "ar-alibi": dict(causal=True, positions="rotary+learned+alibi"),
 }

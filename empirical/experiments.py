@@ -377,59 +377,87 @@ class Figure1:
                 row["ser_lower_bound"] = ser_lower_bound(lg.interval_length, L, pi, eps_max)
         return row
 
-    def _todo(self, name: str) -> list[tuple[str, int, int]]:
+    def _todo(self, name: str, kinds=None, lengths=None) -> list[tuple[str, int, int]]:
+        """The points of language NAME not yet in ``rows/`` (of KINDS, oracle points at LENGTHS; default: all)."""
         cfg = self.cfg
-        todo = [("oracle", L, N) for L in cfg.lengths for N in cfg.steps] if "oracle" in cfg.kinds else []
-        if "mdm" in cfg.kinds:
+        kinds = cfg.kinds if kinds is None else kinds
+        lengths = cfg.lengths if lengths is None else lengths
+        todo = [("oracle", L, N) for L in lengths for N in cfg.steps] if "oracle" in kinds else []
+        if "mdm" in kinds:
             todo += [("mdm", cfg.length, N) for N in cfg.steps]
-        if "ar" in cfg.kinds:
+        if "ar" in kinds:
             todo.append(("ar", cfg.length, cfg.length))
         return [(k, L, N) for k, L, N in todo if not row_path(self.out, name, k, L, N).exists()]
 
-    def _train_in_parallel(self, langs) -> None:
-        """Train the missing networks in ``jobs`` worker processes (one torch thread each) before anything else."""
-        todo = [(name, kind) for name, _ in langs for kind in ("mdm", "ar") if kind in self.cfg.kinds
-                and not (self.out / slug(name) / "summary.json").exists()]
-        if self.jobs < 2 or len(todo) < 2:
+    def _language_part(self, index: int, name: str, role: str, kinds=None, lengths=None, progress=None) -> None:
+        """Compute what is missing of language NAME (the sweep's language number INDEX): its networks, when
+        KINDS holds mdm or ar, and its points of KINDS (oracle points at LENGTHS)."""
+        cfg = self.cfg
+        kinds = cfg.kinds if kinds is None else tuple(k for k in kinds if k in cfg.kinds)
+        progress = self.progress if progress is None else progress
+        lg = self._language(index, name, role)
+        self._entropy_rate(lg, index, cfg.length)
+        todo = self._todo(name, kinds, lengths)
+        nets = any(k in kinds for k in ("mdm", "ar"))
+        if any(k != "oracle" for k, _, _ in todo) or (nets and not (self.out / lg.folder / "summary.json").exists()):
+            self._summary(lg)
+        else:
+            lg.summary = _read_json(self.out / lg.folder / "summary.json") or {}
+        bar = None
+        if progress and todo:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(todo), desc=f"{name} points", dynamic_ncols=True, leave=False)
+        for kind, L, N in todo:
+            _write_json(row_path(self.out, name, kind, L, N), self._point(lg, index, kind, L, N))
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+
+    def _parts(self, langs) -> list[tuple[int, str, str, tuple, tuple]]:
+        """The run cut into independent parts (index, name, role, kinds, lengths), the costliest first: per
+        language its networks with their points, and its oracle points at each length apart."""
+        cfg = self.cfg
+        nets = tuple(k for k in ("mdm", "ar") if k in cfg.kinds)
+        parts = []
+        for i, (name, role) in enumerate(langs):
+            if nets and (self._todo(name, nets) or not (self.out / slug(name) / "summary.json").exists()):
+                parts.append((i, name, role, nets, ()))
+            if "oracle" in cfg.kinds:
+                parts += [(i, name, role, ("oracle",), (L,)) for L in cfg.lengths if self._todo(name, ("oracle",), (L,))]
+        # the oracle at the longest lengths and the networks take longest: they go first
+        return sorted(parts, key=lambda p: -(p[4][0] if p[4] else 2 * max(cfg.lengths)))
+
+    def _run_in_parallel(self, langs) -> None:
+        """Compute every missing part in ``jobs`` worker processes (one torch thread each); the numbers are
+        those of a run in one process (same seeds; the networks' training up to float32 rounding)."""
+        parts = self._parts(langs)
+        if self.jobs < 2 or len(parts) < 2:
             return
         import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        self.log(f"training {len(todo)} networks in {self.jobs} processes")
+        t0 = time.perf_counter()
+        self.log(f"{len(parts)} parts in {self.jobs} processes")
         with ProcessPoolExecutor(self.jobs, mp_context=mp.get_context("spawn")) as pool:
-            futures = [pool.submit(_train_job, self.cfg.to_dict(), name, kind, str(self.out), str(self.device))
-                       for name, kind in todo]
-            for f in futures:
-                self.log(f"  trained {f.result()}")
+            futures = {pool.submit(_part_job, self.cfg.to_dict(), str(self.out), str(self.device), *part): part
+                       for part in parts}
+            for done, f in enumerate(as_completed(futures), 1):
+                f.result()
+                i, name, _, kinds, lengths = futures[f]
+                what = "networks" if not lengths else f"oracle at L = {lengths[0]}"
+                self.log(f"  [{done}/{len(parts)}] {name}: {what} done ({time.perf_counter() - t0:.0f} s)")
 
     def run(self) -> dict:
         cfg = self.cfg
         t0 = time.perf_counter()
         langs = [(n, "ter") for n in cfg.ter_languages] + [(n, "ser") for n in cfg.ser_languages]
-        self._train_in_parallel(langs)
+        self._run_in_parallel(langs)
         for i, (name, role) in enumerate(langs):
             self.log(f"[{i + 1}/{len(langs)}] {name} ({role.upper()}), trained at L = {cfg.length}, "
                      f"oracle at L = {', '.join(map(str, cfg.lengths))}")
-            lg = self._language(i, name, role)
-            self._entropy_rate(lg, i, cfg.length)
-            todo = self._todo(name)
-            needs_models = any(k != "oracle" for k, _, _ in todo) or (
-                any(k in cfg.kinds for k in ("mdm", "ar")) and not (self.out / lg.folder / "summary.json").exists())
-            if needs_models:
-                self._summary(lg)
-            else:
-                lg.summary = _read_json(self.out / lg.folder / "summary.json") or {}
-            bar = None
-            if self.progress and todo:
-                from tqdm.auto import tqdm
-
-                bar = tqdm(total=len(todo), desc=f"{name} points", dynamic_ncols=True, leave=False)
-            for kind, L, N in todo:
-                _write_json(row_path(self.out, name, kind, L, N), self._point(lg, i, kind, L, N))
-                if bar is not None:
-                    bar.update(1)
-            if bar is not None:
-                bar.close()
+            self._language_part(i, name, role)
         result = self.assemble()
         result["seconds_this_run"] = time.perf_counter() - t0
         return result
@@ -482,18 +510,14 @@ def train_config(cfg: Figure1Config, language: str, vocab_size: int, kind: str):
                        table_lr=RECIPES[cfg.model].get("table_lr", 1.0), ckpt_every=max(50, cfg.train_steps // 20))
 
 
-def _train_job(cfg: dict, language: str, kind: str, out: str, device: str) -> str:
-    """Worker of :meth:`Figure1._train_in_parallel`: train one network to its checkpoint (resumable)."""
+def _part_job(cfg: dict, out: str, device: str, index: int, name: str, role: str, kinds: tuple,
+              lengths: tuple) -> None:
+    """Worker of :meth:`Figure1._run_in_parallel`: one part of the run, written to ``out`` (resumable)."""
     import torch
 
-    from .train import train
-
     torch.set_num_threads(1)
-    cfg = Figure1Config(**cfg)
-    lang = language_from_spec(language)
-    res = train(train_config(cfg, language, lang.n_symbols, kind), lang, ckpt_path=Path(out) / slug(language) / kind /
-                "ckpt.pt", resume=True, device=device, progress=False)
-    return f"{language} {kind}: val gap {res.val_gap:+.4f}, {res.cpu_seconds:.0f} CPU s"
+    fig = Figure1(Figure1Config(**cfg), out, device=device, progress=False, log=lambda *_: None)
+    fig._language_part(index, name, role, kinds, lengths or None)
 
 
 # ---------------------------------------------------------------------- smallest N reaching a target

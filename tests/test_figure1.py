@@ -124,13 +124,23 @@ def test_parts_run_apart_merge_into_the_same_figure(full_run, tmp_path):
     assert _strip(merged["rows"]) == _strip(res["rows"])
 
 
-def test_training_in_worker_processes_gives_the_same_numbers(full_run, tmp_path):
+def test_parts_in_worker_processes_give_the_same_numbers(full_run, tmp_path):
+    """--jobs 2: each language's networks and its oracle curve at each length computed apart, in two processes,
+    give the rows and summaries of the run in one process."""
     _, res = full_run
     out = tmp_path / "jobs"
-    cfg = Figure1Config(**{**TOY, "ser_languages": (), "kinds": ("mdm", "ar")})
-    par = Figure1(cfg, out, device="cpu", progress=False, log=lambda *_: None, jobs=2).run()
-    want = {k: v for k, v in _strip(res["rows"]).items() if k[0] == TER and k[1] != "oracle"}
-    _same_up_to_float32(_strip(par["rows"]), want)
+    fig = Figure1(Figure1Config(**TOY), out, device="cpu", progress=False, log=lambda *_: None, jobs=2)
+    parts = fig._parts([(TER, "ter"), (SER, "ser")])
+    assert sorted((p[1], p[3], p[4]) for p in parts) == sorted(
+        [(lang, ("mdm", "ar"), ()) for lang in (TER, SER)] + [(lang, ("oracle",), (L,)) for lang in (TER, SER)
+                                                             for L in (16, 32)])
+    par = fig.run()
+    _same_up_to_float32(_strip(par["rows"]), _strip(res["rows"]))
+    for lang in (TER, SER):
+        assert par["summaries"][lang]["entropy_rate"] == res["summaries"][lang]["entropy_rate"]
+        assert par["summaries"][lang]["learning_error"]["mean"] == pytest.approx(
+            res["summaries"][lang]["learning_error"]["mean"], rel=1e-6)
+    assert fig._parts([(TER, "ter"), (SER, "ser")]) == []  # nothing left: a rerun computes nothing
 
 
 def test_interrupted_training_resumes(tmp_path):

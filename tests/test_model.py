@@ -23,7 +23,7 @@ def test_config_validation_and_presets():
     assert (p.d_model, p.n_layers, p.n_heads, p.seq_len) == (512, 8, 8, 512)  # Table 2
     t = ModelConfig.preset("tiny", 8, causal=True)
     assert (t.d_model, t.n_layers, t.n_heads, t.causal, t.ngram, t.neighbours, t.window, t.recurrent) == (
-        64, 2, 4, True, 4, 0, 0, 0)
+        64, 2, 4, True, 4, 0, 0, 64)
     assert ModelConfig.preset("tiny", 8, seq_len=2).seq_len == 2  # the n-gram layer reads any length
     assert (p.neighbours, p.window, p.recurrent, p.hmm_states, p.ngram) == (0, 0, 0, 0, 0)  # Table 2's transformer
     assert t.positions == "rotary+learned"

@@ -177,7 +177,7 @@ def test_cli_train_position_encoding(tmp_path, capsys):
     assert main(common + ["--positions", "sinusoidal", "--out", str(tmp_path / "c")]) == 2
     assert "got 'sinusoidal'" in capsys.readouterr().err
     model = summary["config"]["model"]
-    assert (model["neighbours"], model["window"], model["recurrent"], model["ngram"]) == (0, 0, 0, 4)  # tiny
+    assert (model["neighbours"], model["window"], model["recurrent"], model["ngram"]) == (0, 0, 64, 4)  # tiny
     assert summary["config"]["table_lr"] == 10.0  # the tiny recipe
     assert main(common + ["--neighbours", "1", "--window", "2", "--recurrent", "3", "--ngram", "0",
                           "--out", str(tmp_path / "d")]) == 0
