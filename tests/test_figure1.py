@@ -140,6 +140,9 @@ def test_parts_in_worker_processes_give_the_same_numbers(full_run, tmp_path):
         assert par["summaries"][lang]["entropy_rate"] == res["summaries"][lang]["entropy_rate"]
         assert par["summaries"][lang]["learning_error"]["mean"] == pytest.approx(
             res["summaries"][lang]["learning_error"]["mean"], rel=1e-6)
+        # one torch thread per worker, also after numba's first parallel launch (which resets OpenMP's count)
+        assert par["summaries"][lang]["train_mdm"]["torch_threads"] == 1
+        assert par["summaries"][lang]["train_ar"]["torch_threads"] == 1
     assert fig._parts([(TER, "ter"), (SER, "ser")]) == []  # nothing left: a rerun computes nothing
 
 

@@ -48,7 +48,7 @@ def add_arguments(p):
     add_seed(p, what=" of training, sampling and measurement")
     p.add_argument("--jobs", type=int, default=1,
                    help="compute the run's parts (each language's networks with their points, its oracle "
-                        "curve at each length) in this many processes, one torch thread each (default 1)")
+                        "curve at each length) in this many processes, one torch and one numba thread each (default 1)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_json(p)
