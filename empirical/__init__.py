@@ -21,3 +21,18 @@ machine).  It has effect when this package is imported before torch.
 import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def set_threads(n: int) -> None:
+    """Run torch and numba on ``n`` threads (numba: at most the pool it started with).
+
+    Both are needed: numba's OpenMP layer shares the OpenMP runtime with torch, and its first parallel
+    launch sets the runtime's thread count -- torch's included -- to numba's, one per core by default.
+    So ``torch.set_num_threads`` alone holds only until numba first runs in parallel, and a result's float
+    rounding would depend on whether something had run numba before it.
+    """
+    import numba
+    import torch
+
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    torch.set_num_threads(n)

@@ -513,14 +513,9 @@ def train_config(cfg: Figure1Config, language: str, vocab_size: int, kind: str):
 def _part_job(cfg: dict, out: str, device: str, index: int, name: str, role: str, kinds: tuple,
               lengths: tuple) -> None:
     """Worker of :meth:`Figure1._run_in_parallel`: one part of the run, written to ``out`` (resumable)."""
-    import numba
-    import torch
+    from . import set_threads
 
-    # numba's OpenMP layer shares the OpenMP runtime with torch: its first parallel launch would set the
-    # runtime's thread count (and so torch's) back to numba's, one per core, and --jobs processes would
-    # then oversubscribe the cores.
-    numba.set_num_threads(1)
-    torch.set_num_threads(1)
+    set_threads(1)
     fig = Figure1(Figure1Config(**cfg), out, device=device, progress=False, log=lambda *_: None)
     fig._language_part(index, name, role, kinds, lengths or None)
 
