@@ -41,6 +41,7 @@ from mdmt.empirical.model import (ModelConfig, Transformer, ar_loss, count_noise
                                   mdm_input, mdm_loss, mdm_loss_count, mdm_loss_harmonic, subs_log_probs)
 from mdmt.provenance import record
 from mdmt.empirical.sampling import MDMDenoiser
+from mdmt.empirical import set_threads
 from mdmt.empirical.train import TrainConfig, batch_at, load_run, lr_factor, train
 
 L = 64
@@ -180,7 +181,7 @@ def grad_noise(language: str, out: Path, batches: int = 48) -> None:
 
 
 def train_variants(languages, variants, out: Path, steps: int | None, threads: int) -> None:
-    torch.set_num_threads(threads)
+    set_threads(threads)
     for language in languages:
         lang = language_from_spec(language)
         for name in variants:
@@ -192,7 +193,7 @@ def train_variants(languages, variants, out: Path, steps: int | None, threads: i
                   learning_error(lang, MDMDenoiser(res.model), L, method="monte_carlo", num=256, seed=11))
             row = {"what": "train", "language": language, "variant": name, "changes": VARIANTS[name],
                    "config": cfg.to_dict(), "cpu_seconds": res.cpu_seconds, "wall_seconds": wall,
-                   "torch_threads": threads, "val_gap": res.val_gap, "val_gap_ci": list(res.val_gap_ci),
+                   "torch_threads": torch.get_num_threads(), "val_gap": res.val_gap, "val_gap_ci": list(res.val_gap_ci),
                    "learning_error": le["mean"], "learning_error_ci": le["ci"], "entropy_rate": res.entropy_rate,
                    "val_nll": res.val_nll,
                    "kl_by_masked": None if cfg.model.causal else kl_by_masked(res.model, lang), "history": [{k: h[k] for k in ("step", "val_gap", "cpu_seconds")}
@@ -246,7 +247,7 @@ def train_on_posterior(language: str, name: str, out: Path, steps: int | None, t
     noise but what the network cannot fit in the steps given.  Not a training method of mdmt: it
     uses the language's exact posterior, which data do not give.
     """
-    torch.set_num_threads(threads)
+    set_threads(threads)
     lang = language_from_spec(language)
     cfg = configure(language, VARIANTS[name], steps)
     if cfg.estimator != "harmonic" or cfg.model.causal:
@@ -274,7 +275,7 @@ def train_on_posterior(language: str, name: str, out: Path, steps: int | None, t
     cpu = time.process_time() - t0
     kl = kl_by_masked(model, lang)
     _append(out, [{"what": "posterior-targets", "language": language, "variant": name, "changes": VARIANTS[name],
-                   "config": cfg.to_dict(), "cpu_seconds": cpu, "torch_threads": threads, "kl_by_masked": kl}])
+                   "config": cfg.to_dict(), "cpu_seconds": cpu, "torch_threads": torch.get_num_threads(), "kl_by_masked": kl}])
     print(f"{language:22s} {name:22s} exact-posterior targets, steps {cfg.train_steps}  CPU {cpu:7.1f} s  KL by m "
           + "  ".join(f"{m}: {v:.4f}" for m, v in kl.items()), flush=True)
 
@@ -305,7 +306,7 @@ def main():
         for name in a.variants.split(","):
             train_on_posterior(a.language, name, Path(a.out), a.train_steps, a.threads)
     elif a.what == "grad":
-        torch.set_num_threads(a.threads)
+        set_threads(a.threads)
         grad_noise(a.language, Path(a.out))
     else:
         unknown = [v for v in a.variants.split(",") if v not in VARIANTS]
