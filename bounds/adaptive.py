@@ -30,11 +30,10 @@ from mdmt.constructions.reverse.policy_sampler import teacher_forced_estimate
 from mdmt.constructions.reverse.schedules import expected_nfe
 from mdmt.constructions.validation import positive_int
 
+from mdmt.defaults import SER_POLICIES, TER_POLICIES  # noqa: F401  (the studies' defaults, defined once)
+
 from .interval_bounds import ser_lower_bound
 
-SER_POLICIES = ("iid,uniform,confidence,margin,entropy,threshold:0.5,threshold:0.3,entropy-sum:0.5,entropy-sum:1,"
-                "stride,blocks")
-TER_POLICIES = "iid,uniform,random:tc,confidence,margin,entropy,stride,blocks"
 THRESHOLD_GRID = (0.5, 0.7, 0.9, 0.95, 0.99)
 GAMMA_GRID = (0.05, 0.2, 0.5, 1.0, 2.0, 4.0)
 

@@ -45,10 +45,11 @@ from mdmt.constructions.reverse.schedules import expected_nfe
 from mdmt.constructions.reverse.tables import build_tables, denoiser_table
 from mdmt.constructions.validation import positive_int
 
+from mdmt.defaults import ATLAS_PROCESSES
+
 from .dependencies import chain_bound, dependencies_for_assignment
 
-DEFAULT_PROCESSES = ("iid,uniform,random:tc,random:dtc,confidence,margin,entropy,threshold:0.9,entropy-sum:1,"
-                     "stride,blocks")
+DEFAULT_PROCESSES = ATLAS_PROCESSES  # every family the atlas knows (mdmt.defaults)
 COLUMNS = ("process", "expected_nfe", "kl", "kl_bits_per_token", "ser", "assignment_kl", "total_correlation",
            "learning", "chain_bound", "li_cai", "tc_ratio", "dtc_ratio", "pb_lower")
 _TOL = 1e-9

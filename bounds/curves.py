@@ -23,11 +23,11 @@ import numpy as np
 from mdmt.constructions.reverse.interval_closed_forms import MAX_INTERVAL, learning_error_value, log_rho_groups, oracle_ser
 from mdmt.constructions.reverse.schedules import WarmStart, as_pi, p_distinct, reveal_probabilities
 from mdmt.constructions.validation import positive_int
+from mdmt.defaults import TER_SCHEDULES
 
 from .dependencies import chain_bound, check_dependency_work
 from .statements import THEOREM_42, THEOREM_43, THEOREM_44_BOUND, theorem_42_steps, theorem_44_constant
 
-TER_SCHEDULES = ("warmstart", "linear", "cosine")
 ARRAY_MAX_STEPS = 1 << 24  # the linear schedule is built as an array up to here (as mdmt always did)
 GROUP_MAX_LENGTH = 1 << 13  # P_distinct by the grouped DP (O(L^2)) up to here; by its product form beyond
 MAX_STEPS = 1 << 62

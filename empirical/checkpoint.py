@@ -22,7 +22,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-import torch
+from ._torch import torch
 
 DIGEST_SUFFIX = ".sha256"
 

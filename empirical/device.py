@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import torch
+from ._torch import torch
 
 
 def torch_device(name=None) -> torch.device:

@@ -89,7 +89,7 @@ class Figure1Config:
     lengths: tuple | None = None  # the L of the oracle curves (default DEFAULT_LENGTHS, plus ``length``)
     kinds: tuple = KINDS  # which curves to compute in this run
     length: int | None = None  # L of the trained models (default: the architecture's seq_len)
-    train_steps: int | None = None  # training recipe (default: mdmt.empirical.train.RECIPES[model])
+    train_steps: int | None = None  # training recipe (default: mdmt.empirical.recipes.RECIPES[model])
     batch: int | None = None
     lr: float | None = None
     estimator: str | None = None
@@ -100,8 +100,7 @@ class Figure1Config:
     schedule: str = "linear"  # a schedule SPEC
 
     def __post_init__(self):
-        from .model import PRESETS
-        from .train import ESTIMATORS, RECIPES
+        from .recipes import ARCHITECTURES as PRESETS, ESTIMATORS, RECIPES
 
         if self.model not in PRESETS:
             raise ValueError(f"unknown model preset {self.model!r}; valid presets: {', '.join(PRESETS)}")
@@ -154,11 +153,11 @@ class Figure1Config:
         from mdmt.constructions.resources import check_memory
         from mdmt.constructions.reverse.sampler import check_sample_memory
 
-        from .model import ModelConfig, estimated_bytes
-
         # sizes before any work: the oracle sampler at the longest length, the networks' training batch
         check_sample_memory(self.num, max(self.lengths), "use smaller --lengths or --num")
-        if any(k in self.kinds for k in ("mdm", "ar")):
+        if any(k in self.kinds for k in ("mdm", "ar")):  # the networks need torch (the empirical extra)
+            from .model import ModelConfig, estimated_bytes
+
             net = ModelConfig.preset(self.model, 2, seq_len=self.length)
             check_memory(f"training the {self.model} network at L = {self.length} with batch {self.batch}",
                          estimated_bytes(net, self.batch), "use a smaller --length or --batch")
@@ -166,8 +165,7 @@ class Figure1Config:
     def result_settings(self) -> dict:
         """RESULT_FIELDS, the architecture of the preset and its recipe's table step (a preset or recipe changed
         between two runs changes the numbers)."""
-        from .model import PRESETS
-        from .train import RECIPES
+        from .recipes import ARCHITECTURES as PRESETS, RECIPES
 
         return {**{k: getattr(self, k) for k in RESULT_FIELDS}, "architecture": dict(PRESETS[self.model]),
                 "table_lr": RECIPES[self.model].get("table_lr", 1.0)}
@@ -246,9 +244,12 @@ class Figure1:
                  log=print, provenance: dict | None = None, jobs: int = 1):
         self.cfg, self.out, self.progress, self.log = cfg, Path(out), progress, log
         self.jobs = positive_int("jobs", jobs)
-        from .device import torch_device
+        if any(k in cfg.kinds for k in ("mdm", "ar")):  # the networks: torch (the empirical extra) and a device
+            from .device import torch_device
 
-        self.device = torch_device(device)
+            self.device = torch_device(device)
+        else:  # the oracle curves alone need neither torch nor a device
+            self.device = "cpu" if device is None else str(device)
         self.provenance = provenance
         self._check_config()
 

@@ -24,9 +24,7 @@ less than a 64-unit GRU at L = 64 on one CPU thread.
 
 from __future__ import annotations
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+from ._torch import F, nn, torch
 
 
 class HMMLayer(nn.Module):

@@ -72,25 +72,17 @@ import contextlib
 import math
 from dataclasses import asdict, dataclass, replace
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
 from mdmt.constructions.languages.ngram import MAX_ORDER
 from mdmt.constructions.validation import MASK
 
+from ._torch import F, nn, torch
 from .hmm_layer import HMMLayer
 from .ngram_layer import MAX_NGRAM_ROWS, NgramLayer, ngram_rows
+from .recipes import ARCHITECTURES
 
 NEG = -1e6  # log-probability of an excluded token (exp underflows to exactly 0 in float32)
 
-# Table 2 of the paper, and a CPU-sized version with the same structure plus an n-gram layer of order 4 (the largest
-# order of Table 1's languages) and a 64-unit recurrent layer (what the HMM-type languages need beyond the table;
-# docs/empirical.md measures both).
-PRESETS = {
-    "tiny": dict(d_model=64, n_layers=2, n_heads=4, seq_len=64, ngram=4, recurrent=64),
-    "paper": dict(d_model=512, n_layers=8, n_heads=8, seq_len=512),
-}
+PRESETS = ARCHITECTURES  # Table 2 of the paper and the CPU-sized tiny preset (mdmt.empirical.recipes)
 
 
 MAX_HMM_STATES = 4096  # hidden states of the HMM layer: its (S, S) transition matrix and (B, T, S) messages

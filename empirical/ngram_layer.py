@@ -26,10 +26,8 @@ uniform law): the window is observed, so no symmetry has to be broken.
 from __future__ import annotations
 
 import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
+from ._torch import F, nn, torch
 from .ngram_kernels import ngram_backward, ngram_forward
 
 MAX_NGRAM_ROWS = 1 << 16  # (V + 1)^(n - 1) contexts: one forward step is a (B, contexts, V) product

@@ -44,8 +44,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from mdmt.constructions.resources import check_memory
 from mdmt.constructions.reverse.denoisers import oracle_denoiser
@@ -53,6 +51,7 @@ from mdmt.constructions.reverse.sampler import PROB_TOL, SampleResult, check_den
 from mdmt.constructions.reverse.schedules import as_pi, reveal_rates
 from mdmt.constructions.validation import MASK, positive_int
 
+from ._torch import F, torch
 from .model import Transformer, ar_input, ar_loss, autocast, subs_log_probs
 
 

@@ -62,7 +62,6 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from mdmt.constructions.confidence import mean_interval
 from mdmt.constructions.resources import check_memory
@@ -70,22 +69,17 @@ from mdmt.constructions.languages.io import language_digest
 from mdmt.constructions.languages.spec import canonical_spec, language_from_spec
 from mdmt.constructions.validation import positive_int, token_array
 
+from ._torch import torch
 from .checkpoint import check_writable, load_checkpoint, save_checkpoint
 from .device import torch_device
 from .model import (ModelConfig, Transformer, ar_loss, autocast, count_noise, diffusion_noise, estimated_bytes,
                     harmonic_noise, mdm_loss, mdm_loss_count, mdm_loss_harmonic)
+from .recipes import ESTIMATORS, RECIPES  # noqa: F401  (the recipes, defined once as plain data)
 
-ESTIMATORS = ("count", "time", "harmonic")
 FORMAT = 2  # checkpoint layout
 QUICK_VAL = 256  # validation sequences of the evaluations during training (the final one takes them all)
 
 
-#: The training recipe of each architecture preset (mdmt.empirical.model.PRESETS): the defaults of ``mdmt train``
-#: and ``mdmt figure1``.  ``tiny`` was chosen by the ablation of docs/empirical.md (CPU); ``paper`` is Table 3.
-RECIPES = {
-    "tiny": dict(train_steps=2000, batch=64, lr=3e-3, table_lr=10.0, estimator="harmonic", warmup_frac=0.1),
-    "paper": dict(train_steps=20000, batch=64, lr=3e-4, estimator="count", warmup_frac=0.1),
-}
 
 
 class TrainingDiverged(ValueError):

@@ -2,14 +2,16 @@
 
 Each module in :mod:`mdmt.commands` defines ``add_arguments(parser)`` and ``run(args) -> int``;
 its one-line help is in :data:`COMMANDS`, so that only the module of the command being run is
-imported.
+imported (and none for ``mdmt --help`` or ``mdmt --version``).  Building a command's parser imports
+neither sympy, scipy nor torch: a command module imports what it computes with inside ``run``.
 
 The contract (docs/reliability.md): a command exits 0 with its output, or 2 with exactly one
 line on standard error, ``mdmt <command>: error: ...``.  Every expected error is such a line:
 bad input (``ValueError``, which includes the resource guard's ``ResourceError`` and the output
 checks' ``OutputError``), any ``OSError`` on an input or output path (missing file, folder,
 permission, full disk), arithmetic overflow, and -- as a last line of defence -- running out of
-memory or stack.  ``MDMT_DEBUG=1`` shows the traceback instead.
+memory or stack.  A command that needs PyTorch where it is not installed (the ``empirical`` extra)
+says so in such a line.  ``MDMT_DEBUG=1`` shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import sys
 
 from . import __version__
+from .extras import is_torch_missing, torch_message
 
 COMMANDS = {
     "verify": ("mdmt.commands.verify", "run every check of the paper's proofs on embedded instances (the main job)"),
@@ -52,7 +55,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The full parser; subcommand modules are imported only for ``only`` (or all when None)."""
+    """The parser; the subcommand modules are imported for ``only`` (all when None, none when ``""``)."""
     parser = _Parser(prog="mdmt", description="Verification toolkit for masked diffusion language model theory.")
     parser.add_argument("--version", action="version", version=f"mdmt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -69,7 +72,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     only = next((a for a in argv if not a.startswith("-")), None)
-    parser = build_parser(only if only in COMMANDS else None)
+    parser = build_parser(only if only in COMMANDS else "")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors (2), --help and --version (0)
@@ -82,16 +85,18 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"mdmt {args._name}: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, OSError, OverflowError, MemoryError, RecursionError) as exc:
-        if os.environ.get("MDMT_DEBUG") == "1":
+    except (ValueError, OSError, OverflowError, MemoryError, RecursionError, ModuleNotFoundError) as exc:
+        if os.environ.get("MDMT_DEBUG") == "1" or (isinstance(exc, ModuleNotFoundError) and not is_torch_missing(exc)):
             raise
-        print(f"mdmt {args._name}: error: {error_line(exc)}", file=sys.stderr)
+        print(f"mdmt {args._name}: error: {error_line(exc, args._name)}", file=sys.stderr)
         return 2
 
 
-def error_line(exc: BaseException) -> str:
+def error_line(exc: BaseException, command: str = "") -> str:
     """The one-line message of an expected error (no traceback, no newline)."""
-    if isinstance(exc, OSError) and exc.strerror:
+    if is_torch_missing(exc):  # MissingExtra included: the message names the command
+        msg = torch_message(f"mdmt {command}".strip())
+    elif isinstance(exc, OSError) and exc.strerror:
         msg = f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
     elif isinstance(exc, MemoryError):
         msg = (f"out of memory{': ' + str(exc) if str(exc) else ''} (the inputs need more memory than this machine "

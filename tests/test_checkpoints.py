@@ -3,6 +3,11 @@ periodic and signal-time checkpoints, early --out checks, divergence stops, exte
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("torch", reason='needs PyTorch: pip install "mdmt[empirical]"')
+pytestmark = pytest.mark.torch
+
 import mdmt.empirical  # noqa: F401  (before torch: it sets OMP_WAIT_POLICY, see its docstring)
 
 import json
@@ -13,7 +18,6 @@ import sys
 import time
 
 import numpy as np
-import pytest
 import torch
 
 from mdmt.cli import main

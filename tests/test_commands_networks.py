@@ -27,6 +27,7 @@ def _json(capsys, argv):
     return doc
 
 
+@pytest.mark.torch
 def test_sample_from_a_checkpoint(runs, capsys):
     ck = str(runs / "mdm" / "ckpt.pt")
     a = _json(capsys, ["sample", "--checkpoint", ck, "-N", "4", "--num", "30", "--seed", "2"])
@@ -47,6 +48,7 @@ def test_sample_from_a_checkpoint(runs, capsys):
     assert "--length" in capsys.readouterr().err
 
 
+@pytest.mark.torch
 def test_evaluate_a_checkpoint(runs, capsys):
     r = _json(capsys, ["evaluate", "--checkpoint", str(runs / "mdm" / "ckpt.pt"), "--steps", "1,12", "--num", "40",
                        "--val-num", "40", "--learning-error-num", "16"])
@@ -69,6 +71,7 @@ def test_median_interval_uses_order_statistics():
     assert (med, lo, hi) == (9.5, 5, 14) and cov == pytest.approx(1 - 2 * 21700 / 2**20)
 
 
+@pytest.mark.torch
 def test_speed_reports_medians_spread_and_the_ratio_interval(capsys):
     doc = _json(capsys, ["speed", "--lengths", "8", "--steps", "2", "--repeats", "3", "--batch", "2"])
     assert doc["repeats"] == 3 and doc["warmup"] == 1
@@ -79,6 +82,7 @@ def test_speed_reports_medians_spread_and_the_ratio_interval(capsys):
     assert math.isclose(mdm["ratio_coverage"], 1 - 2 / 8)
 
 
+@pytest.mark.torch
 def test_train_layer_flags_reach_the_checkpoint_and_bad_values_are_named(tmp_path, capsys):
     assert main(["train", "--language", "preset:2gram", "-L", "10", "--train-steps", "3", "--batch", "4",
                  "--val-size", "8", "--hmm-states", "3", "--recurrent", "0", "--ngram", "3", "--table-lr", "5",

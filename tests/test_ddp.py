@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
+pytest.importorskip("torch", reason='needs PyTorch: pip install "mdmt[empirical]"')
+pytestmark = pytest.mark.torch
+
 import os
 import subprocess
 import sys
 import textwrap
 
-import pytest
 
 torch = pytest.importorskip("torch")
 if not torch.distributed.is_available():

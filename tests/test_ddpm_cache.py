@@ -1,7 +1,11 @@
 """The ddpm_cache sampler for networks (Eq. 3, Section 5.1) and its agreement with the oracle sampler's law."""
 
-import numpy as np
 import pytest
+
+pytest.importorskip("torch", reason='needs PyTorch: pip install "mdmt[empirical]"')
+pytestmark = pytest.mark.torch
+
+import numpy as np
 import torch
 
 from mdmt.constructions.languages import preset

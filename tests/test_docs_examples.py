@@ -2,8 +2,12 @@
 
 Fenced blocks whose info string is ``bash`` or ``python`` are executed: the blocks of one file in
 order, in one fresh temporary directory (so a block may use what an earlier block of the same file
-wrote); ``bash`` blocks with ``bash -e``, ``python`` blocks with this Python.  An HTML comment on the
-line just above the fence controls a block (shlex syntax):
+wrote).  They run in this process, as a reader's shell would run them but without a new interpreter
+and numba start-up per line: a ``bash`` block made of plain ``mdmt ...`` lines runs each line through
+:func:`mdmt.cli.main` (each must exit 0, as under ``bash -e``), a ``python`` block is executed as a
+``__main__`` script; a ``bash`` block with anything else (pipes, redirections, variables, other
+programs) runs with ``bash -e`` in a subprocess.  The console script itself is tested in test_cli.py.
+An HTML comment on the line just above the fence controls a block (shlex syntax):
 
 * ``<!-- example: replace="OLD=>NEW" -->``: text substituted before running (small sizes for CI);
 * ``<!-- example: keys=a,b -->``: the block's last command prints JSON holding these keys;
@@ -14,6 +18,8 @@ line just above the fence controls a block (shlex syntax):
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -100,10 +106,69 @@ def _env() -> dict:
             "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
 
 
+_PLAIN = re.compile(r"^mdmt(\s+[\w@%+=:,./'\"-]+)*$")  # an mdmt command with literal words only
+
+
+def mdmt_lines(script: str) -> list[list[str]] | None:
+    """The argv of each line of a bash block made only of plain ``mdmt ...`` lines (comments and blank
+    lines aside), or None when the block needs a shell."""
+    out = []
+    for line in script.replace("\\\n", " ").splitlines():
+        line = line.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        if not _PLAIN.match(line):
+            return None
+        out.append(shlex.split(line)[1:])
+    return out
+
+
+def _in_process(work, cwd: Path) -> subprocess.CompletedProcess:
+    """Run ``work() -> int`` in ``cwd`` with standard output and error captured (environment as _env)."""
+    out, err, old = io.StringIO(), io.StringIO(), os.getcwd()
+    saved = {k: os.environ.get(k) for k in ("MPLBACKEND",)}
+    os.environ["MPLBACKEND"] = "Agg"
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = work()
+    finally:
+        os.chdir(old)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return subprocess.CompletedProcess("in-process", rc, out.getvalue(), err.getvalue())
+
+
+def _run_mdmt_lines(argvs) -> int:
+    from mdmt.cli import main
+
+    for argv in argvs:
+        rc = main(argv)
+        if rc:  # bash -e: the block stops at the first failing command
+            return rc
+    return 0
+
+
+def _run_python(code: str, name: str) -> int:
+    try:
+        exec(compile(code, name, "exec"), {"__name__": "__main__"})
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0
+
+
 def run_block(block: Block, cwd: Path) -> subprocess.CompletedProcess:
     script = block.script()
-    cmd = ["bash", "-e", "-c", script] if block.lang == "bash" else [sys.executable, "-c", script]
-    return subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=TIMEOUT)
+    if block.lang == "python":
+        return _in_process(lambda: _run_python(script, block.id), cwd)
+    argvs = mdmt_lines(script)
+    if argvs is not None:
+        return _in_process(lambda: _run_mdmt_lines(argvs), cwd)
+    return subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=_env(), capture_output=True, text=True,
+                          timeout=TIMEOUT)
 
 
 def last_json(stdout: str):
@@ -122,10 +187,19 @@ FILES = [p for p in DOCS if blocks_of(p)]
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
 def test_examples_of_a_page_run(path, tmp_path):
+    """Every block of the page, in order.  Where torch is not installed (MDMT_BLOCK_TORCH=1), the page runs
+    up to its first block that needs it, which must say so in mdmt's one line; the rest is skipped."""
+    from mdmt.extras import MissingExtra, has_torch
+
     for block in blocks_of(path):
         if block.skip:
             continue
-        res = run_block(block, tmp_path)
+        try:
+            res = run_block(block, tmp_path)
+        except MissingExtra:
+            res = subprocess.CompletedProcess("in-process", 2, "", "needs PyTorch")
+        if res.returncode and not has_torch() and "needs PyTorch" in res.stderr:
+            pytest.skip(f"{block.id} and the blocks after it need PyTorch, which is not installed here")
         assert res.returncode == 0, f"{block.id} exited {res.returncode}:\n{block.script()}\n{res.stderr[-3000:]}"
         if block.keys:
             doc = last_json(res.stdout)

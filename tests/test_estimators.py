@@ -8,11 +8,15 @@ checked against it separately: the weights exactly (the law times the loss funct
 summed over the masks), the laws by a chi-square test on draws from the noise functions.
 """
 
+import pytest
+
+pytest.importorskip("torch", reason='needs PyTorch: pip install "mdmt[empirical]"')
+pytestmark = pytest.mark.torch
+
 import itertools
 from math import comb
 
 import numpy as np
-import pytest
 import torch
 from scipy import stats
 

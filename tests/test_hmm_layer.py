@@ -4,8 +4,12 @@ The reference is the language's ``posterior_marginals`` (mdmt.constructions.lang
 forward-backward over the window states of an n-gram, or the HMM's states), a separate code path.
 """
 
-import numpy as np
 import pytest
+
+pytest.importorskip("torch", reason='needs PyTorch: pip install "mdmt[empirical]"')
+pytestmark = pytest.mark.torch
+
+import numpy as np
 import torch
 
 from mdmt.constructions.languages.ngram import as_hmm

@@ -1,7 +1,11 @@
 """The transformer of Section 5.1: SUBS output, bidirectional MDM vs causal AR, positions, KV cache."""
 
-import numpy as np
 import pytest
+
+pytest.importorskip("torch", reason='needs PyTorch: pip install "mdmt[empirical]"')
+pytestmark = pytest.mark.torch
+
+import numpy as np
 import torch
 
 from mdmt.constructions.validation import MASK

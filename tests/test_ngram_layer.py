@@ -6,10 +6,14 @@ built here from the language's ``score`` of short prefixes (the rows with the st
 its transition table (the rest), not from anything the layer computes.
 """
 
+import pytest
+
+pytest.importorskip("torch", reason='needs PyTorch: pip install "mdmt[empirical]"')
+pytestmark = pytest.mark.torch
+
 import itertools
 
 import numpy as np
-import pytest
 import torch
 
 from mdmt.constructions.languages.spec import language_from_spec

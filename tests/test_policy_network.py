@@ -1,5 +1,10 @@
 """Policies driven by a network: an MDM wrapped as MDMDenoiser is a denoiser like any other (exact law = sampler)."""
 
+import pytest
+
+pytest.importorskip("torch", reason='needs PyTorch: pip install "mdmt[empirical]"')
+pytestmark = pytest.mark.torch
+
 import numpy as np
 
 from mdmt.constructions.reverse.policies import parse_policy

@@ -127,21 +127,32 @@ def test_auto_uses_separators_where_the_language_has_them():
     assert (_cut_states(np.full((3, 3), 1 / 3), np.full((5, 3), 1 / 3)) == 0).sum() == 4  # i.i.d. tokens: cut everywhere
 
 
-@pytest.mark.parametrize("corrupt, message", [
+CORRUPTIONS = pytest.mark.parametrize("corrupt, message", [
     (lambda P: np.where(np.arange(P.shape[1])[None, :, None] == 3, np.nan, P), "contains NaN"),
     (lambda P: P - 0.5 * (np.arange(P.shape[1])[None, :, None] == 3), "negative probability"),
     (lambda P: P * (1 + (np.arange(P.shape[1])[None, :, None] == 3)), "sum to 2"),
 ])
+
+
+def _corrupted_oracle(corrupt):
+    lang = random_hmm(4, 3, 2.0, 0.0, seed=0)
+    return lang, lambda X: corrupt(lang.posterior_marginals(X, off_support="uniform"))
+
+
+@CORRUPTIONS
 def test_samplers_refuse_a_denoiser_that_returns_no_probability_law(corrupt, message):
     """A NaN row would always draw token 0 and a negative one a wrong token: both are refused, naming the place."""
-    lang = random_hmm(4, 3, 2.0, 0.0, seed=0)
-
-    def bad(X):
-        return corrupt(lang.posterior_marginals(X, off_support="uniform"))
-
+    lang, bad = _corrupted_oracle(corrupt)
     with pytest.raises(ValueError, match=rf"invalid law at sequence \d+, position 3 \(step \d+\): .*{message}"):
         sample_mdm(lang, 6, np.full(2, 0.5), 20, denoiser=bad, seed=0)
+
+
+@pytest.mark.torch
+@CORRUPTIONS
+def test_the_network_sampler_refuses_a_denoiser_that_returns_no_probability_law(corrupt, message):
+    """The same refusal in ddpm_cache, the sampler of trained networks."""
     from mdmt.empirical.sampling import ddpm_cache
 
+    _, bad = _corrupted_oracle(corrupt)
     with pytest.raises(ValueError, match=rf"invalid law at sequence \d+, position 3 \(step \d+\): .*{message}"):
         ddpm_cache(bad, 20, 6, np.full(2, 0.5), seed=0)

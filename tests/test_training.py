@@ -1,10 +1,14 @@
 """Training (Section 5.1, Appendix E.2): one TrainConfig, the loss falls, exact resume, the entropy rate,
 the learning error of networks, and the CLI."""
 
+import pytest
+
+pytest.importorskip("torch", reason='needs PyTorch: pip install "mdmt[empirical]"')
+pytestmark = pytest.mark.torch
+
 import json
 
 import numpy as np
-import pytest
 import torch
 
 from mdmt.constructions.reverse.learning import learning_error

@@ -60,6 +60,8 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from mdmt.defaults import POLICY_FORMS
+
 from ..validation import positive_int
 from .schedules import as_pi, expected_nfe as iid_expected_nfe, parse_schedule, reveal_probabilities, reveal_rates
 
@@ -457,8 +459,7 @@ class FixedOrder(Policy):
 
 # ----------------------------------------------------------------------------- SPEC grammar
 
-FORMS = ("iid[:SCHEDULE], uniform, random:tc|dtc|uniform, confidence, margin, entropy, threshold:TAU, "
-         "entropy-sum:GAMMA, stride, blocks")
+FORMS = POLICY_FORMS  # the SPEC grammar as help texts and errors quote it (mdmt.defaults)
 
 
 def parse_policy(spec: str, N: int | None = None, cap: bool = False) -> Policy:

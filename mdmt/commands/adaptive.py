@@ -10,10 +10,10 @@ from ._common import (add_json, add_language, add_length, add_num, add_seed, add
 
 
 def _policy(p, default="confidence"):
-    from mdmt.constructions.reverse.policies import FORMS
+    from mdmt.defaults import POLICY_FORMS
 
     p.add_argument("--policy", default=default, metavar="SPEC",
-                   help=f"reveal rule: {FORMS} (default {default}); threshold and entropy-sum run until done "
+                   help=f"reveal rule: {POLICY_FORMS} (default {default}); threshold and entropy-sum run until done "
                         "unless --steps caps them")
 
 
@@ -31,7 +31,7 @@ def _outputs(p, what):
 
 
 def add_arguments(p):
-    from mdmt.bounds.adaptive import SER_POLICIES, TER_POLICIES
+    from mdmt.defaults import SER_POLICIES, TER_POLICIES
 
     sub = p.add_subparsers(dest="kind", metavar="sample|exact|ser|ter", parser_class=type(p))
     sub.required = True

@@ -9,14 +9,13 @@ _BARS = (("kl", "exact KL(q||p)"), ("assignment_kl", "E[log q/p_traj] (C1)"), ("
 
 
 def add_arguments(p):
-    from mdmt.bounds.atlas import DEFAULT_PROCESSES
-    from mdmt.constructions.reverse.policies import FORMS
+    from mdmt.defaults import ATLAS_PROCESSES, POLICY_FORMS
 
     add_language(p)
     add_length(p)
     add_steps(p)
-    p.add_argument("--processes", default=DEFAULT_PROCESSES, metavar="SPEC,SPEC,...",
-                   help=f"reverse processes, comma-separated: {FORMS} (default: all of them)")
+    p.add_argument("--processes", default=ATLAS_PROCESSES, metavar="SPEC,SPEC,...",
+                   help=f"reverse processes, comma-separated: {POLICY_FORMS} (default: all of them)")
     p.add_argument("--out", help="write atlas.csv, atlas.json (with provenance) and atlas.png into this folder")
     add_json(p)
 

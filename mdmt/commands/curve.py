@@ -16,7 +16,7 @@ def _outputs(p):
 
 
 def add_arguments(p):
-    from mdmt.bounds.curves import TER_SCHEDULES
+    from mdmt.defaults import TER_SCHEDULES
 
     sub = p.add_subparsers(dest="kind", metavar="ter|ser", parser_class=type(p))
     sub.required = True

@@ -1,0 +1,26 @@
+"""Names and defaults that the library and the command line share, defined once.
+
+This module imports nothing, so that building the ``mdmt`` parser (``mdmt --help``,
+``mdmt COMMAND --help``) needs neither numpy's heavier friends nor sympy or scipy: the modules
+that compute with these names (:mod:`mdmt.bounds.curves`, :mod:`mdmt.bounds.atlas`,
+:mod:`mdmt.bounds.adaptive`, :mod:`mdmt.constructions.reverse.policies`) import them from here.
+"""
+
+#: The schedules of a TER bound curve (``mdmt curve ter --schedule``); ``warmstart`` first reveals the
+#: fraction eps of Theorem 4.2.
+TER_SCHEDULES = ("warmstart", "linear", "cosine")
+
+#: The grammar of a reverse process (policy) SPEC, as quoted in help texts and errors.
+POLICY_FORMS = ("iid[:SCHEDULE], uniform, random:tc|dtc|uniform, confidence, margin, entropy, threshold:TAU, "
+                "entropy-sum:GAMMA, stride, blocks")
+
+#: The reverse processes of ``mdmt atlas`` by default: every family the atlas knows.
+ATLAS_PROCESSES = ("iid,uniform,random:tc,random:dtc,confidence,margin,entropy,threshold:0.9,entropy-sum:1,"
+                   "stride,blocks")
+
+#: The policies of the SER study (``mdmt adaptive ser``) by default.
+SER_POLICIES = ("iid,uniform,confidence,margin,entropy,threshold:0.5,threshold:0.3,entropy-sum:0.5,entropy-sum:1,"
+                "stride,blocks")
+
+#: The policies of the TER study (``mdmt adaptive ter``) by default, before the swept threshold and entropy-sum.
+TER_POLICIES = "iid,uniform,random:tc,confidence,margin,entropy,stride,blocks"
