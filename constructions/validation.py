@@ -147,3 +147,8 @@ def as_rng(seed) -> np.random.Generator:
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     return np.random.default_rng(seed)
+
+
+def seed_of(*parts: int) -> int:
+    """A 63-bit seed mixed from integers (independent streams for (seed, purpose, index))."""
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(2, dtype=np.uint32).view(np.uint64)[0] >> 1)

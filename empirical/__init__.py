@@ -23,8 +23,8 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-def set_threads(n: int) -> None:
-    """Run torch and numba on ``n`` threads (numba: at most the pool it started with).
+def set_threads(n: int, torch: bool = True) -> None:
+    """Run numba, and torch unless ``torch`` is False, on ``n`` threads (numba: at most the pool it started with).
 
     Both are needed: numba's OpenMP layer shares the OpenMP runtime with torch, and its first parallel
     launch sets the runtime's thread count -- torch's included -- to numba's, one per core by default.
@@ -32,7 +32,9 @@ def set_threads(n: int) -> None:
     rounding would depend on whether something had run numba before it.
     """
     import numba
-    import torch
 
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
-    torch.set_num_threads(n)
+    if torch:
+        from ._torch import torch as _torch
+
+        _torch.set_num_threads(n)

@@ -52,7 +52,7 @@ import numpy as np
 
 from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
 from mdmt.constructions.outputs import save_figure, write_csv
-from mdmt.constructions.validation import positive_int
+from mdmt.constructions.validation import positive_int, seed_of
 
 from .data import check_length
 
@@ -267,8 +267,6 @@ class Figure1:
     # ------------------------------------------------------------------ steps of the run
 
     def _seed(self, *parts: int) -> int:
-        from .train import seed_of
-
         return seed_of(self.cfg.seed, *parts) % (2**31)
 
     def _language(self, index: int, name: str, role: str) -> _Language:
@@ -342,13 +340,13 @@ class Figure1:
         from mdmt.constructions.reverse.metrics import sample_metrics
         from mdmt.constructions.reverse.sampler import assignment_kl_estimate, sample_mdm
 
-        from .sampling import sample_model
-
         cfg = self.cfg
         seed = self._seed(20, L, N)
         if kind == "oracle":
             res = sample_mdm(lg.lang, L, self._pi(N), cfg.num, seed=seed)
         else:
+            from .sampling import sample_model
+
             res = sample_model(lg.models[kind], cfg.num, L, None if kind == "ar" else self._pi(N), seed=seed,
                                batch=cfg.batch, device=self.device)
         m = sample_metrics(lg.lang, res.samples)
@@ -516,7 +514,7 @@ def _part_job(cfg: dict, out: str, device: str, index: int, name: str, role: str
     """Worker of :meth:`Figure1._run_in_parallel`: one part of the run, written to ``out`` (resumable)."""
     from . import set_threads
 
-    set_threads(1)
+    set_threads(1, torch=any(k in ("mdm", "ar") for k in kinds))  # an oracle part needs no torch
     fig = Figure1(Figure1Config(**cfg), out, device=device, progress=False, log=lambda *_: None)
     fig._language_part(index, name, role, kinds, lengths or None)
 

@@ -67,7 +67,7 @@ from mdmt.constructions.confidence import mean_interval
 from mdmt.constructions.resources import check_memory
 from mdmt.constructions.languages.io import language_digest
 from mdmt.constructions.languages.spec import canonical_spec, language_from_spec
-from mdmt.constructions.validation import positive_int, token_array
+from mdmt.constructions.validation import positive_int, seed_of, token_array
 
 from ._torch import torch
 from .checkpoint import check_writable, load_checkpoint, save_checkpoint
@@ -88,11 +88,6 @@ class TrainingDiverged(ValueError):
 
 class TrainingInterrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM arrived: the checkpoint of the last finished step was written."""
-
-
-def seed_of(*parts: int) -> int:
-    """A 63-bit seed mixed from integers (independent streams for (seed, purpose, index))."""
-    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(2, dtype=np.uint32).view(np.uint64)[0] >> 1)
 
 
 def cosine_with_warmup(step: int, total: int, warmup: int) -> float:

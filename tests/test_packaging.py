@@ -112,3 +112,29 @@ def test_import_mdmt_is_cheap():
     code = "import sys, mdmt; print(sorted(m for m in ('numba', 'sympy', 'torch', 'scipy') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _torch_imports(path: Path) -> list[tuple[int, bool]]:
+    """(line, at module level) of each import of torch in a file."""
+    tree = ast.parse(path.read_text())
+    top = {id(n) for n in tree.body}
+    out = []
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        if any(n == "torch" or n.startswith("torch.") for n in names):
+            out.append((node.lineno, id(node) in top))
+    return out
+
+
+def test_torch_is_imported_in_one_place_and_never_by_the_theory():
+    """torch is the empirical extra: the theory never imports it; the networks take it from mdmt.empirical._torch
+    (which names the extra when torch is missing); commands import it only inside run()."""
+    for name, path in MODULES.items():
+        found = _torch_imports(path)
+        if name == "mdmt.empirical._torch":
+            assert found  # inside its try block
+        elif name.startswith("mdmt.empirical") or name.startswith("mdmt.commands"):
+            assert not [line for line, top in found if top], f"{name} imports torch at module level: use ._torch"
+        else:
+            assert not found, f"{name} (the theory) imports torch at line {found[0][0]}"

@@ -13,7 +13,7 @@ FORMATS = ("table", "json", "csv", "markdown")
 
 
 def add_arguments(p):
-    p.add_argument("--quick", action="store_true", help="the CI subset (about 20 s on 2 cores)")
+    p.add_argument("--quick", action="store_true", help="the CI subset: fewer instances, denoisers and lengths (docs/results/timings.md times both)")
     p.add_argument("-k", dest="pattern", metavar="PATTERN",
                    help="only the families whose key or title matches this regular expression (e.g. C4, 'Theorem 4')")
     p.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
