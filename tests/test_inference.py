@@ -291,3 +291,172 @@ def test_zero_length_sequences_have_probability_one():
         assert inference.posterior_marginals(params, E).shape == (2, 0, 2)
         assert inference.sample(params, 2, 0, np.random.default_rng(0)).shape == (2, 0)
     assert ngram_inference.sample(ng._tables, 2, 0, np.random.default_rng(0)).shape == (2, 0)
+
+
+# ----------------------------------------------------------------------------- n-gram support and scores, every path
+def _dense_ngram_reference(ng: NGram, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log q(x_U), q(x_U) > 0) of each row by the forward recursion on all C contexts, in NumPy.
+
+    Context (a, s) (oldest token a, suffix s) moves to (s, b) with probability T[(a, s), b]: the
+    recursion sums over a with the tables reshaped to (V, Q, V); no frontier, no bitset, no numba.
+    The support is propagated as booleans, apart from the weights.
+    """
+    V, C, k = ng.n_symbols, ng.n_contexts, ng.n - 1
+    Q = C // V
+    T3 = ng.transition_.reshape(V, Q, V)
+    digits = (np.arange(C)[:, None] // V ** np.arange(k - 1, -1, -1)) % V  # the k tokens of each context
+    lls, alive = np.empty(len(X)), np.empty(len(X), dtype=bool)
+    for r, x in enumerate(X):
+        ok = np.ones(C, dtype=bool)
+        for j in range(min(len(x), k)):
+            if x[j] >= 0:
+                ok &= digits[:, j] == x[j]
+        alpha = np.where(ok, ng.initial_, 0.0)
+        reach = alpha > 0
+        ll, t = 0.0, k
+        while True:  # positions k..L-1; none when L <= k (then the initial law's marginal)
+            s = alpha.sum()
+            if s == 0.0:
+                break
+            ll += np.log(s)
+            alpha = alpha / s
+            if t >= len(x):
+                break
+            alpha = (alpha.reshape(V, Q)[:, :, None] * T3).sum(axis=0).reshape(C)
+            reach = (reach.reshape(V, Q)[:, :, None] & (T3 > 0)).any(axis=0).reshape(C)
+            if x[t] >= 0:
+                alpha = np.where(digits[:, -1] == x[t], alpha, 0.0)
+                reach &= digits[:, -1] == x[t]
+            t += 1
+        alive[r] = reach.any()
+        lls[r] = ll if alpha.sum() > 0 else -np.inf
+    return lls, alive
+
+
+def _ngram_with_zeros(n: int, V: int, seed: int, zero: float = 0.4) -> NGram:
+    rng = np.random.default_rng(seed)
+    C = V ** (n - 1)
+    return NGram(n, _random_stochastic(rng, C, zero), _random_stochastic(rng, (C, V), zero))
+
+
+def _masked_batches(ng: NGram, L: int, seed: int) -> np.ndarray:
+    """Sampled sequences under every masking pattern the kernels branch on, and sequences off the support.
+
+    Mask rates 0 (fully revealed) to 1 (all masked), the first n-1 positions masked, runs of masks,
+    and uniformly random tokens (mostly unreachable under a pruned n-gram), fully revealed and half masked.
+    """
+    rng = np.random.default_rng(seed)
+    X = ng.sample(12, L, seed=seed)
+    rows = []
+    for rate in (0.0, 0.05, 0.3, 0.5, 0.9, 1.0):
+        M = X.copy()
+        M[rng.random(M.shape) < rate] = MASK
+        rows.append(M)
+    first = X.copy()
+    first[:, : ng.n - 1] = MASK
+    runs = X.copy()
+    runs[:, (np.arange(L) // 3) % 2 == 1] = MASK
+    noise = rng.integers(0, ng.n_symbols, size=(12, L))
+    noise_masked = noise.copy()
+    noise_masked[rng.random(noise.shape) < 0.5] = MASK
+    return np.concatenate(rows + [first, runs, noise, noise_masked])
+
+
+_ORDERS_AND_SIZES = [(2, 2), (2, 3), (2, 5), (2, 8), (2, 16), (3, 2), (3, 3), (3, 4), (3, 6), (3, 8), (3, 16),
+                     (4, 2), (4, 3), (4, 4), (4, 8), (4, 10), (4, 16)]
+
+
+@pytest.mark.parametrize("n,V", _ORDERS_AND_SIZES)
+def test_ngram_support_and_score_equal_the_hmm_and_a_dense_recursion(n, V):
+    """in_support exactly, score to 1e-12, against the equivalent HMM (C <= 1024) and a NumPy forward pass.
+
+    Covers the one-word reachability kernel (C <= 64 in one block), the list and bitset kernels with
+    their switches, padded bit layouts (G V < 64), and the score's dense window recursion, on fully
+    revealed, partly and fully masked sequences, first positions masked, sequences off the support,
+    and lengths below, at and just above n - 1.
+    """
+    ng = _ngram_with_zeros(n, V, seed=100 * n + V)
+    for L in sorted({1, n - 1, n, 40}):
+        X = _masked_batches(ng, L, seed=L)
+        ll_ref, in_ref = _dense_ngram_reference(ng, X)
+        in_support = ng.in_support(X)
+        np.testing.assert_array_equal(in_support, in_ref)
+        assert in_ref.any() and (L == 1 or not in_ref.all())  # both outcomes are exercised
+        ll = ng.score(X)
+        np.testing.assert_array_equal(np.isfinite(ll), in_ref)
+        np.testing.assert_allclose(ll[in_ref], ll_ref[in_ref], rtol=1e-12, atol=1e-12)
+        if ng.n_contexts <= 1024:
+            hmm = ng.to_hmm()
+            np.testing.assert_array_equal(in_support, hmm.in_support(X))
+            np.testing.assert_allclose(ll[in_ref], hmm.score(X)[in_ref], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n,V", [(2, 8), (3, 4), (3, 6), (3, 16), (4, 4), (4, 8), (4, 16), (2, 70)])
+def test_ngram_support_with_every_group_size(n, V):
+    """The reachability tables with groups of 8, 4, 2 and 1 contexts (those dividing Q) give the same support.
+
+    G = 8 with V = 16 and V = 70 make blocks of more than one word.
+    """
+    ng = _ngram_with_zeros(n, V, seed=7 * n + V)
+    tables = ng._tables
+    Q = ng.n_contexts // V
+    X = _masked_batches(ng, 30, seed=V)
+    _, ref = _dense_ngram_reference(ng, X)
+    sizes = [G for G in (1, 2, 4, 8) if Q % G == 0]
+    for G in sizes:
+        reach = ngram_inference.ReachTables.build(tables, group=G)
+        assert reach.group == G and reach.nw == -(-G * V // 64)
+        np.testing.assert_array_equal(ngram_inference.support(tables, X, reach=reach), ref)
+    # a cap on the table bytes makes the default choice fall back to smaller groups
+    small = ngram_inference.ReachTables.build(tables, max_bytes=0)
+    assert small.group == 1
+    np.testing.assert_array_equal(ngram_inference.support(tables, X, reach=small), ref)
+
+
+@pytest.mark.parametrize("n,V,G", [(3, 8, 8), (4, 16, 4), (3, 32, 2), (2, 70, 1), (4, 3, 1), (3, 6, 2), (4, 10, 4), (4, 2, 4)])
+def test_reach_tables_choose_the_largest_group_that_fits(n, V, G):
+    """G is the largest of 8, 4, 2, 1 dividing Q = V^(n-2) with G V <= 64 (or 1)."""
+    assert _ngram_with_zeros(n, V, seed=0)._tables.reach.group == G
+
+
+def test_reach_tables_reject_a_bad_group():
+    tables = _ngram_with_zeros(3, 6, seed=0)._tables  # Q = 6
+    for bad in (3, 4, 16, "8"):
+        with pytest.raises(ValueError, match="group must be 1, 2, 4 or 8 and divide 6"):
+            ngram_inference.ReachTables.build(tables, group=bad)
+
+
+def test_ngram_score_with_tiny_probabilities():
+    """Transition probabilities of 1e-120 and 1e-60: normalisers below 1e-100 and long products of them.
+
+    The chain rule summed in logs (fully revealed) and the equivalent HMM (masked) agree to 1e-12.
+    """
+    V = 3
+    T = np.array([[1 - 1e-120, 1e-120, 0.0], [0.5, 0.0, 0.5], [1e-60, 0.0, 1 - 1e-60]] * V)
+    ng = NGram(3, np.full(V * V, 1 / (V * V)), T)
+    rng = np.random.default_rng(0)
+    X = np.zeros((40, 60), dtype=np.int64)  # walks choosing each allowed next token with probability 1/2
+    X[:, :2] = rng.integers(0, V, size=(40, 2))
+    for i in range(2, 60):
+        for r in range(40):
+            X[r, i] = rng.choice(np.flatnonzero(T[X[r, i - 2] * V + X[r, i - 1]] > 0))
+    assert ng.in_support(X).all()
+    chain = np.array([np.log(ng.initial_[x[0] * V + x[1]])
+                      + sum(np.log(T[x[i - 2] * V + x[i - 1], x[i]]) for i in range(2, len(x))) for x in X])
+    assert chain.min() < -1000
+    np.testing.assert_allclose(ng.score(X), chain, rtol=1e-12)
+    M = X.copy()
+    M[rng.random(M.shape) < 0.3] = MASK
+    np.testing.assert_allclose(ng.score(M), ng.to_hmm().score(M), rtol=1e-12)
+    np.testing.assert_array_equal(ng.in_support(M), np.isfinite(ng.to_hmm().score(M)))
+
+
+def test_lowest_set_bit_of_a_word():
+    """The de Bruijn lowest-bit index of the support kernels equals Python's (w & -w).bit_length() - 1."""
+    from mdmt.constructions.languages.ngram_inference import trailing_zeros
+
+    rng = np.random.default_rng(0)
+    words = [1 << i for i in range(64)] + [int(w) | 1 << int(s) for w, s in
+                                           zip(rng.integers(0, 2**63, 500), rng.integers(0, 64, 500))]
+    for w in words:
+        assert trailing_zeros(np.uint64(w)) == (w & -w).bit_length() - 1, hex(w)
