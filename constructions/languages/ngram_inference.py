@@ -139,7 +139,7 @@ def _guard(what: str, tables: NGramTables, X: np.ndarray, *, stored: bool, out_b
     else:
         peak, work = 0, bound
     scratch = 6 * 8 * C  # frontier lists, accumulator, marks, dense backward vector
-    per_thread = scratch + (16 * peak if stored else 0)
+    per_thread = scratch + (24 * peak if stored else 0)  # stored: index, alpha and beta of each frontier entry
     alt = "mask fewer positions, use shorter or fewer sequences, or a smaller n-gram"
     check_memory(f"{what} of {n} sequence(s) of length {L} under an n-gram with {C} contexts",
                  per_thread * min(threads(), n) + out_bytes, alt)
