@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -105,14 +106,26 @@ def _arb(e, env, arb):
 # ----------------------------------------------------------------------------- symbolic proofs
 
 def _nonneg(e, thorough: bool = True) -> bool:
-    forms = (lambda: e, lambda: sp.factor(e), lambda: sp.together(e)) + ((lambda: sp.simplify(e)),) * thorough
+    """e >= 0 by sympy's assumptions on e, its factored, combined or simplified form, or on the signs of
+    the factored numerator and denominator of that form (each factorisation computed once)."""
+    done: dict = {}  # (operation, expression) -> result: the forms share their numerators and denominators
+
+    def once(op, x):
+        if (op, x) not in done:
+            done[op, x] = op(x)
+        return done[op, x]
+
+    forms = (lambda: e, lambda: once(sp.factor, e), lambda: once(sp.together, e))
+    forms += ((lambda: sp.simplify(e)),) * thorough
     for form in forms:
         g = form()
         if g.is_nonnegative:
             return True
-        num, den = sp.fraction(sp.together(g))
-        if (sp.factor(num).is_nonnegative and sp.factor(den).is_positive) or (
-                sp.factor(num).is_nonpositive and sp.factor(den).is_negative):
+        num, den = sp.fraction(once(sp.together, g))
+        fnum = once(sp.factor, num)
+        if fnum.is_nonnegative and once(sp.factor, den).is_positive:
+            return True
+        if fnum.is_nonpositive and once(sp.factor, den).is_negative:
             return True
     return False
 
@@ -391,10 +404,18 @@ def compositions(k: int, m: int):
 
 
 def entropy_exact(probs) -> LogSum:
-    """H(p) = -sum p log p of a law with rational probabilities, exactly."""
+    """H(p) = -sum p log p of a law with rational probabilities, exactly.
+
+    The families of laws of :func:`check_on_laws` repeat the same (marginal) laws many times, so
+    each probability vector is evaluated once (the returned LogSum is never modified in place).
+    """
+    return _entropy(tuple(Fraction(p) for p in probs))
+
+
+@functools.lru_cache(maxsize=4096)
+def _entropy(probs: tuple) -> LogSum:
     h = LogSum()
     for p in probs:
-        p = Fraction(p)
         if p:
             h = h - p * LogSum.log(p)
     return h

@@ -241,7 +241,7 @@ class Instance:
 
     @property
     def refx(self) -> Reference:
-        return self.cached("refx", lambda: Reference(self.language, self.L, exact=True))
+        return self.cached("refx", lambda: Reference(self.language, self.L, exact=True, law=self.ref.q_frac))
 
     @property
     def reff(self) -> Reference:
@@ -285,10 +285,7 @@ class Instance:
 
     def eps_max(self, spec, which: str = "ref"):
         """The learning error (max form) of a denoiser: an enclosure (or exact, for ``refx``)."""
-        def build():
-            ch = self.chain(spec, which)
-            return ch.ref.max_learning_error(ch.D)
-        return self.cached(("eps", spec, which), build)
+        return self.cached(("eps", spec, which), lambda: self.chain(spec, which).max_learning_error)
 
 
 def schedule(spec):
@@ -463,8 +460,12 @@ def _ex(value_fn, bound):
 
 
 def independent_given(ref: Reference, U: int, S_idx) -> bool:
-    """q(x_{U+S}) q(x_U)^(|S|-1) = prod_{i in S} q(x_{U+i}) for every x, in exact rationals (TC = 0 exactly)."""
-    lay, qe = ref.lay, ref.q_ext_frac
+    """q(x_{U+S}) q(x_U)^(|S|-1) = prod_{i in S} q(x_{U+i}) for every x, in exact rationals (TC = 0 exactly).
+
+    Every q(x_W) is n_W / D over one common denominator D, and both sides have |S| factors, so the
+    identity is compared on the integers n_W (Reference.q_ext_num).
+    """
+    lay, qe = ref.lay, ref.q_ext_num
     L, V = ref.L, ref.V
     Upos = [i for i in range(L) if U & lay.bit(i)]
     W = Upos + list(S_idx)
@@ -476,14 +477,11 @@ def independent_given(ref: Reference, U: int, S_idx) -> bool:
     ctx = qe[st(Upos)]
     singles = [qe[st(Upos + [i])] for i in S_idx]
     k = len(S_idx)
-    for r in range(len(grid)):
-        lhs = joint[r] * ctx[r] ** (k - 1)
-        rhs = Fraction(1)
-        for s in singles:
-            rhs *= s[r]
-        if lhs != rhs:
-            return False
-    return True
+    lhs = joint * ctx ** (k - 1)
+    rhs = singles[0]
+    for s in singles[1:]:
+        rhs = rhs * s
+    return bool(np.all(lhs == rhs))
 
 
 def chain_rows(inst: Instance, quick: bool) -> list[Row]:
@@ -495,13 +493,14 @@ def chain_rows(inst: Instance, quick: bool) -> list[Row]:
         ch = inst.chain(spec)
         chx = inst.chain(spec, "refx") if inst.exact else None
         # C2 per reveal order: left from p_tau sequence by sequence, right from entropies and row-wise KL
-        left, right = ch.left, ch.right
-        for p, blocks in enumerate(inst.parts.blocks):
-            case = f"{dl}/tau=" + "".join(str(int(b) + 1) for b in blocks)
-            if chx is not None:
-                rows.append(exact_row("C2", inst.key, case, chx.left[p], chx.right[p], "=="))
-            else:
-                rows.append(decide("C2", inst.key, case, left[p], right[p], "=="))
+        taus = _tau_labels(inst)
+        if chx is not None:
+            for p, tau in enumerate(taus):
+                rows.append(exact_row("C2", inst.key, f"{dl}/tau={tau}", chx.left[p], chx.right[p], "=="))
+        else:
+            left, right = _enclosures(ch.left), _enclosures(ch.right)
+            for p, tau in enumerate(taus):
+                rows.append(decide("C2", inst.key, f"{dl}/tau={tau}", left[p], right[p], "=="))
         eps_enc = inst.eps_max(spec)
         eps_hi = float(_pair(eps_enc)[1]) if spec != "oracle" else 0.0
         eps_exact = inst.eps_max(spec, "refx") if inst.exact and spec != "oracle" else (LogSum() if spec == "oracle" else None)
@@ -552,6 +551,16 @@ def chain_rows(inst: Instance, quick: bool) -> list[Row]:
             if inst.agreement and N <= 8:
                 rows += agreement_rows(inst, spec, sspec, pi_lib, case)
     return rows
+
+
+def _tau_labels(inst: Instance) -> list[str]:
+    """The reveal order of every partition as digits, e.g. "2131" (position i revealed at step tau_i)."""
+    return inst.cached("tau_labels", lambda: ["".join(map(str, row)) for row in (inst.parts.blocks + 1).tolist()])
+
+
+def _enclosures(iv: Iv) -> list[tuple[float, float]]:
+    """The (lo, hi) pairs of a 1-d interval array, as Python floats."""
+    return list(zip(iv.lo.tolist(), iv.hi.tolist()))
 
 
 def _sym(x):
@@ -691,10 +700,9 @@ def interval_rows(quick: bool) -> list[Row]:
     for l, eps, L in ((2, 0.0, 10 ** 6), (5, 1 / 128, 10 ** 6), (5, 1 / 128, 1000), (3, 0.05, 3 * 10 ** 5)):
         C0 = THEOREM_44.evaluate(l=l, epsilon_learning=eps)
         N = int(math.floor(C0 * L))
-        ex = [Fraction(1, N)] * N
         lab = f"l{l}L{L}eps{eps:g}N{N}"
         if eps == 0:
-            law = IntervalLaw(l, L, ex)
+            law = IntervalLaw(l, L, [(Fraction(1, N), N)])  # the linear schedule as (value, multiplicity)
             rows.append(decide("T44C", lab, "oracle SER > 1/2", law.ser_arb(), Fraction(1, 2), ">=",
                                note="tight: C_0 exact for l = 2"))
         pl = Fraction(math.perm(N, l), N ** l)
@@ -711,7 +719,7 @@ def curve_rows() -> list[Row]:
     for l, L in ((5, 1000), (3, 300), (2, 100)):
         _, Ns = critical_c(l, L)
         for N, rel in ((Ns, ">="), (Ns + 1, "<=")):
-            ser = IntervalLaw(l, L, [Fraction(1, N)] * N).ser_arb()
+            ser = IntervalLaw(l, L, [(Fraction(1, N), N)]).ser_arb()  # the linear schedule
             rows.append(decide("CV", f"l{l}L{L}", f"critical N*={Ns}: SER(N={N}) {'>' if rel == '>=' else '<='} 1/2",
                                ser, Fraction(1, 2), rel))
     for n, L, V, eps in ((3, 256, 8, 0.05), (2, 512, 4, 0.1)):

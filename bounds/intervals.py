@@ -40,10 +40,16 @@ def gamma(k) -> float:
 
 
 def _down(x):
+    """The next float below every entry of x; x is a temporary of the caller (overwritten when an array)."""
+    if isinstance(x, np.ndarray) and x.ndim:
+        return np.nextafter(x, -np.inf, out=x)
     return np.nextafter(x, -np.inf)
 
 
 def _up(x):
+    """The next float above every entry of x; x is a temporary of the caller (overwritten when an array)."""
+    if isinstance(x, np.ndarray) and x.ndim:
+        return np.nextafter(x, np.inf, out=x)
     return np.nextafter(x, np.inf)
 
 
@@ -86,22 +92,36 @@ def arb_bounds(b) -> tuple[float, float]:
     return m - r - slack, m + r + slack
 
 
-def _arb_map(values: np.ndarray, fn, prec: int) -> tuple[np.ndarray, np.ndarray]:
-    """Enclosures of fn at every float in ``values`` (one arb evaluation per distinct value)."""
+def _arb_bounds_many(balls) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`arb_bounds` of every ball of a list, the float arithmetic done elementwise by numpy
+    (the same IEEE operations in the same order, so the same floats)."""
+    m = np.array([float(b.mid()) for b in balls], dtype=np.float64)
+    r = np.array([float(b.rad()) for b in balls], dtype=np.float64)
+    finite = np.isfinite(m) & np.isfinite(r)
+    with np.errstate(invalid="ignore", over="ignore"):
+        slack = 4 * U * (np.abs(m) + r) + 5e-324
+        lo = np.where(finite, m - r - slack, -math.inf)
+        hi = np.where(finite, m + r + slack, math.inf)
+    return lo, hi
+
+
+def _arb_map_ends(lo_values, hi_values, fn, prec: int) -> tuple[np.ndarray, np.ndarray]:
+    """(lower ends of the enclosures of fn at ``lo_values``, upper ends at ``hi_values``): one arb
+    evaluation per distinct float of both arrays together (point intervals evaluate each value once)."""
     arb, ctx = arb_module()
-    flat = np.asarray(values, dtype=np.float64).reshape(-1)
-    uniq, inv = np.unique(flat, return_inverse=True)
-    lo = np.empty(len(uniq))
-    hi = np.empty(len(uniq))
+    lo_flat = np.asarray(lo_values, dtype=np.float64).reshape(-1)
+    hi_flat = np.asarray(hi_values, dtype=np.float64).reshape(-1)
+    same = lo_flat is hi_flat or np.array_equal(lo_flat, hi_flat)
+    uniq, inv = np.unique(lo_flat if same else np.concatenate([lo_flat, hi_flat]), return_inverse=True)
     old = ctx.prec
     ctx.prec = prec
     try:
-        for k, v in enumerate(uniq):
-            lo[k], hi[k] = arb_bounds(fn(arb(float(v))))
+        balls = [fn(arb(v)) for v in uniq.tolist()]
     finally:
         ctx.prec = old
-    shape = np.shape(values)
-    return lo[inv].reshape(shape), hi[inv].reshape(shape)
+    lo, hi = _arb_bounds_many(balls)
+    inv_lo, inv_hi = (inv, inv) if same else (inv[: lo_flat.size], inv[lo_flat.size:])
+    return lo[inv_lo].reshape(np.shape(lo_values)), hi[inv_hi].reshape(np.shape(hi_values))
 
 
 # ----------------------------------------------------------------------------- interval arrays
@@ -136,11 +156,18 @@ class Iv:
         lo = np.empty(len(flat))
         hi = np.empty(len(flat))
         for k, v in enumerate(flat):
-            f = float(v)  # correctly rounded
-            back = Fraction(f)
-            if back == v:
+            if isinstance(v, (Fraction, int)):
+                n, d = v.numerator, v.denominator
+                f = n / d  # correctly rounded
+                a, b = f.as_integer_ratio()
+                side = a * d - n * b  # the sign of f - v
+            else:
+                f = float(v)  # correctly rounded
+                back = Fraction(f)
+                side = (back > v) - (back < v)
+            if side == 0:
                 lo[k] = hi[k] = f
-            elif back < v:
+            elif side < 0:
                 lo[k], hi[k] = f, math.nextafter(f, math.inf)
             else:
                 lo[k], hi[k] = math.nextafter(f, -math.inf), f
@@ -216,6 +243,11 @@ class Iv:
 
     def __mul__(self, other) -> "Iv":
         o = _iv(other)
+        if _nonneg(self.lo) and _nonneg(o.lo):
+            # both factors >= 0 (probabilities): the extreme products are lo*lo and hi*hi (rounding is
+            # monotone), the same floats the four-product form selects
+            with np.errstate(invalid="ignore"):
+                return Iv(_down(self.lo * o.lo), _up(self.hi * o.hi))
         with np.errstate(invalid="ignore"):
             c = np.stack(np.broadcast_arrays(self.lo * o.lo, self.lo * o.hi, self.hi * o.lo, self.hi * o.hi))
         # 0 * inf does not occur: enclosures of finite data are finite
@@ -270,20 +302,21 @@ class Iv:
         """Enclosure of log (arb at ``prec`` bits; every lower endpoint must be > 0)."""
         if np.any(self.lo <= 0):
             raise ValueError("log of an interval reaching 0 or below")
-        lo, _ = _arb_map(self.lo, lambda b: b.log(), prec)
-        _, hi = _arb_map(self.hi, lambda b: b.log(), prec)
-        return Iv(lo, hi)
+        return Iv(*_arb_map_ends(self.lo, self.hi, lambda b: b.log(), prec))
 
     def exp(self, prec: int = 64) -> "Iv":
-        lo, _ = _arb_map(self.lo, lambda b: b.exp(), prec)
-        _, hi = _arb_map(self.hi, lambda b: b.exp(), prec)
-        return Iv(lo, hi)
+        return Iv(*_arb_map_ends(self.lo, self.hi, lambda b: b.exp(), prec))
 
     def max(self) -> "Iv":
         return Iv(self.lo.max(), self.hi.max())
 
     def min(self) -> "Iv":
         return Iv(self.lo.min(), self.hi.min())
+
+
+def _nonneg(a: np.ndarray) -> bool:
+    """Every entry >= 0 (no NaN)."""
+    return a.size > 0 and bool(a.min() >= 0)
 
 
 def _iv(x) -> Iv:
@@ -319,6 +352,14 @@ class LogSum:
             self.terms[r] = c
 
     @classmethod
+    def _canonical(cls, a: Fraction, terms: dict) -> "LogSum":
+        """A LogSum from a Fraction and terms already in canonical form (keys r > 1, coefficients != 0)."""
+        out = cls.__new__(cls)
+        out.a = a
+        out.terms = terms
+        return out
+
+    @classmethod
     def log(cls, r) -> "LogSum":
         return cls(0, {Fraction(r): 1})
 
@@ -328,16 +369,21 @@ class LogSum:
 
     def __add__(self, other) -> "LogSum":
         o = LogSum.of(other)
-        out = LogSum(self.a + o.a)
-        out.terms = dict(self.terms)
-        for r, c in o.terms.items():
-            out._add(r, c)
-        return out
+        terms = dict(self.terms)
+        for r, c in o.terms.items():  # both canonical: coefficients of the same r add, a zero sum drops r
+            s = terms.get(r)
+            if s is None:
+                terms[r] = c
+            elif s + c:
+                terms[r] = s + c
+            else:
+                del terms[r]
+        return LogSum._canonical(self.a + o.a, terms)
 
     __radd__ = __add__
 
     def __neg__(self) -> "LogSum":
-        return LogSum(-self.a, {r: -c for r, c in self.terms.items()})
+        return LogSum._canonical(-self.a, {r: -c for r, c in self.terms.items()})
 
     def __sub__(self, other) -> "LogSum":
         return self + (-LogSum.of(other))
@@ -354,7 +400,7 @@ class LogSum:
             else:
                 return k * self.a
         k = Fraction(k)
-        return LogSum(self.a * k, {r: c * k for r, c in self.terms.items()})
+        return LogSum._canonical(self.a * k, {r: c * k for r, c in self.terms.items()} if k else {})
 
     __rmul__ = __mul__
 

@@ -8,11 +8,13 @@ Everything here is computed from definitions, without the library's algorithms
 * its partial-assignment table, the subset entropies H(X_W), the posterior rows q(v | x_U);
 * every *ordered partition* of the positions (the reveal order of an assignment tau: blocks
   S_1 < S_2 < ...), its probability under a schedule (a DP over steps, for each composition of L),
-  and, per partition, KL(q || p_tau) from p_tau sequence by sequence, the total correlation of
-  every block from entropies and the learning term from row-wise KL divergences;
+  and, per partition, KL(q || p_tau) from the factors of p_tau (the expected log of each factor
+  over the support, once per position and revealed set), the total correlation of every block from
+  entropies and the learning term from row-wise KL divergences;
 * p_N as the mixture of the p_tau (Eq. 3 by enumeration), its SER and KL(q || p_N);
 * the learning error (max over contexts) of a denoiser table;
-* E[D_j] exactly (rational transfer matrices, fmpq_mat, or arb_mat at high precision);
+* E[D_j] exactly (transfer matrices: integer fmpz_mat powers over a common denominator, or
+  arb_mat at high precision);
 * rho, P_distinct and the reveal probabilities of the named schedules, exactly.
 
 Two arithmetic back ends share the code: certified float intervals (:class:`~.intervals.Iv`)
@@ -128,17 +130,25 @@ def exact_q(language, L: int) -> np.ndarray:
 
     h = as_hmm(language)
     S, V = h.emissionprob_.shape
-    fq = lambda x: flint.fmpq(frac(x).numerator, frac(x).denominator)  # noqa: E731
+
+    def fq(x):
+        f = frac(x)
+        return flint.fmpq(f.numerator, f.denominator)
+
     A = flint.fmpq_mat(S, S, [fq(v) for v in h.transmat_.reshape(-1)])
-    start = [fq(v) for v in h.startprob_]
-    B = [[fq(h.emissionprob_[s, v]) for s in range(S)] for v in range(V)]
-    # level 1: one row per prefix x_1, alpha_1 = start * B[:, x_1]
-    rows = [[start[s] * B[v][s] for s in range(S)] for v in range(V)]
-    for _ in range(1, L):
-        M = flint.fmpq_mat(len(rows), S, [e for r in rows for e in r]) * A
-        prev = M.tolist()
-        rows = [[prev[k][s] * B[v][s] for s in range(S)] for k in range(len(prev)) for v in range(V)]
-    q = [sum(r, flint.fmpq(0)) for r in rows]
+    emit = [fq(v) for v in h.emissionprob_.reshape(-1)]  # (S, V) row-major
+    Bmat = flint.fmpq_mat(S, V, emit)
+    B = [[emit[s * V + v] for s in range(S)] for v in range(V)]
+    # alpha_t(x_1..x_t, h_t) = sum_{h_{t-1}} alpha_{t-1}(x_1..x_{t-1}, h_{t-1}) A[h_{t-1}, h_t] B[h_t, x_t], one row
+    # per prefix; the last level sums over h_L at once: q(x_1..x_L) = (alpha_{L-1} A B)[x_1..x_{L-1}, x_L]
+    prev = [[fq(v) for v in h.startprob_]]  # the empty prefix: "alpha_0 A" is the start law
+    for t in range(1, L + 1):
+        M = flint.fmpq_mat(len(prev), S, [e for r in prev for e in r])
+        if t == L:
+            q = (M * Bmat).entries()  # row k = prefix, column v = x_L: lexicographic order
+            break
+        rows = [[r[s] * B[v][s] for s in range(S)] for r in prev for v in range(V)]
+        prev = (flint.fmpq_mat(len(rows), S, [e for r in rows for e in r]) * A).tolist()
     total = sum(q, flint.fmpq(0))
     out = np.empty(len(q), dtype=object)
     for k, v in enumerate(q):
@@ -190,6 +200,15 @@ def extend(q_full: np.ndarray, V: int, L: int) -> np.ndarray:
     return ext.reshape(-1)
 
 
+def extend_integers(q_frac: np.ndarray, V: int, L: int) -> tuple[np.ndarray, int]:
+    """:func:`extend` of an object array of Fractions on the integers over their common denominator D
+    (no gcd at any addition): (n, D) with q(x_U) = n[U-state] / D."""
+    D = math.lcm(*(v.denominator for v in q_frac)) if len(q_frac) else 1
+    nums = np.empty(len(q_frac), dtype=object)
+    nums[:] = [v.numerator * (D // v.denominator) for v in q_frac]
+    return extend(nums, V, L), D
+
+
 # ----------------------------------------------------------------------------- one small instance
 
 @dataclass
@@ -200,6 +219,8 @@ class Reference:
     L: int
     exact: bool = False
     q_override: np.ndarray | None = None  # use this law on V^L (e.g. the library's float table) instead
+    law: np.ndarray | None = None  # the exact law (Fractions on V^L) when another Reference computed it already
+    memo: dict = field(default_factory=dict, repr=False, compare=False)  # results shared by the chains on this law
 
     def __post_init__(self):
         self.V = int(self.language.n_symbols)
@@ -211,11 +232,26 @@ class Reference:
     def q_frac(self) -> np.ndarray:
         if self.q_override is not None:
             return frac_array(self.q_override)
+        if self.law is not None:
+            return self.law
         return exact_q(self.language, self.L)
 
     @cached_property
+    def _q_ext_int(self) -> tuple[np.ndarray, int]:
+        return extend_integers(self.q_frac, self.V, self.L)
+
+    @cached_property
+    def q_ext_num(self) -> np.ndarray:
+        """q(x_U) times the common denominator of the law: Python integers (object array)."""
+        return self._q_ext_int[0]
+
+    @cached_property
     def q_ext_frac(self) -> np.ndarray:
-        return extend(self.q_frac, self.V, self.L)
+        """q(x_U) for every state as Fractions."""
+        num, D = self._q_ext_int
+        out = np.empty(num.shape, dtype=object)
+        out[:] = [Fraction(n, D) for n in num.tolist()]
+        return out
 
     @cached_property
     def q_ext(self):
@@ -224,12 +260,12 @@ class Reference:
 
     @cached_property
     def live(self) -> np.ndarray:
-        return np.array([v > 0 for v in self.q_ext_frac])
+        return np.array([n > 0 for n in self.q_ext_num.tolist()], dtype=bool)
 
     @cached_property
     def support(self) -> np.ndarray:
         """Indices (into V^L) of the sequences with q(x) > 0."""
-        return np.flatnonzero([v > 0 for v in self.q_frac])
+        return np.flatnonzero([v.numerator > 0 for v in self.q_frac])
 
     @cached_property
     def X(self) -> np.ndarray:
@@ -381,12 +417,11 @@ class Partitions:
     @cached_property
     def blocks(self) -> np.ndarray:
         """(P, L): the block of each position, blocks numbered 0..k-1 in reveal order."""
-        out = []
-        for b in itertools.product(range(min(self.max_blocks, self.L)), repeat=self.L):
-            used = set(b)
-            if used == set(range(len(used))):
-                out.append(b)
-        return np.array(out, dtype=np.int64).reshape(-1, self.L)
+        k = min(self.max_blocks, self.L)
+        b = np.indices((k,) * self.L).reshape(self.L, -1).T  # every assignment to blocks, lexicographic
+        used = (b[:, :, None] == np.arange(k)).any(axis=1)  # (k^L, k): which blocks are non-empty
+        keep = used.sum(axis=1) == b.max(axis=1) + 1  # the blocks used are exactly 0..max
+        return np.ascontiguousarray(b[keep], dtype=np.int64)
 
     @cached_property
     def before(self) -> np.ndarray:
@@ -419,6 +454,8 @@ class Partitions:
 def composition_probabilities(comps: list, pi) -> list:
     """P(the reveal order is a given ordered partition with block sizes c) = sum_{j_1<..<j_k} prod_m pi_{j_m}^{c_m},
     by a DP over steps, in exact rationals (or arb balls when pi holds balls)."""
+    if all(isinstance(p, Fraction) for p in pi):
+        return _composition_probabilities_rational(comps, pi)
     one = pi[0] * 0 + 1
     out = []
     for c in comps:
@@ -429,6 +466,26 @@ def composition_probabilities(comps: list, pi) -> list:
             for m in range(k, 0, -1):
                 f[m] = f[m] + f[m - 1] * powers[m - 1]
         out.append(f[k])
+    return out
+
+
+def _composition_probabilities_rational(comps: list, pi: list) -> list[Fraction]:
+    """:func:`composition_probabilities` for rational pi: with D the common denominator, pi_j = n_j / D and
+    prod_m pi_{j_m}^{c_m} = prod_m n_{j_m}^{c_m} / D^(sum c), so the DP runs on integers and divides once."""
+    D = math.lcm(*(p.denominator for p in pi))
+    nums = [p.numerator * (D // p.denominator) for p in pi]
+    out = []
+    for c in comps:
+        k = len(c)
+        f = [1] + [0] * k
+        powers: dict = {}
+        for n in nums:
+            if n not in powers:
+                powers[n] = [n ** cm for cm in c]
+            pw = powers[n]
+            for m in range(k, 0, -1):
+                f[m] += f[m - 1] * pw[m - 1]
+        out.append(Fraction(f[k], D ** sum(c)))
     return out
 
 
@@ -458,32 +515,68 @@ class ChainEval:
     parts: Partitions
 
     @cached_property
+    def learning_rows(self):
+        """The row-wise KL of the denoiser at every live state and masked position (Reference.learning_rows)."""
+        return self.ref.learning_rows(self.D)
+
+    @cached_property
     def learning(self):
         """K[U, i] (identically 0 for the oracle, whose rows are the posterior rows themselves)."""
-        return self.ref.learning_terms(self.D)
+        return self.ref.learning_terms(self.D, self.learning_rows)
+
+    @cached_property
+    def max_learning_error(self):
+        """The learning error in the max form (Reference.max_learning_error), from the same rows."""
+        return self.ref.max_learning_error(self.D, self.learning_rows)
 
     @cached_property
     def left(self):
-        """KL(q || p_tau) = sum_x q(x) (log q(x) - sum_i log D(x_{U_i}; i, x_i)), sequence by sequence."""
+        """KL(q || p_tau) = sum_x q(x) log q(x) - sum_i sum_x q(x) log D(x_{U_i}; i, x_i) per reveal order, from
+        the definition of p_tau (Eq. 3: p_tau(x) = prod_i D(x_{U_i}; i, x_i)) on every support sequence.
+
+        The expected log of the factor of position i depends on the order only through U_i, so it is
+        summed over the support once per (i, U) and then gathered for each order.
+        """
         ref = self.ref
         LD = ref.log_D_at(self.D)  # (M, L, n_sub)
-        U = self.parts.before  # (P, L)
+        W = bsum(ref.qx[:, None, None] * LD, axis=0)  # (L, n_sub): sum_x q(x) log D(x_U; i, x_i)
         pos = np.arange(ref.L)
-        logp = bsum(LD[:, pos[None, :], U], axis=2)  # (M, P)
-        logq = ref.B.log(ref.qx)
-        return bsum(ref.qx[:, None] * (logq[:, None] - logp), axis=0)  # (P,)
+        cross = bsum(W[pos[None, :], self.parts.before], axis=1)  # (P,)
+        neg_entropy = bsum(ref.qx * ref.B.log(ref.qx))
+        return -(cross - neg_entropy)
 
     @cached_property
     def p_tau(self):
-        """p_tau(x) on the support, (M, P)."""
-        PD = self.ref.D_at(self.D)
+        """p_tau(x) = prod_i D(x_{U_i}; i, x_i) on the support, (M, P): one factor per position, in order."""
+        PD = self.ref.D_at(self.D)  # (M, L, n_sub)
         U = self.parts.before
-        pos = np.arange(self.ref.L)
-        return self.ref.B.prod(PD[:, pos[None, :], U], axis=2)
+        if self.ref.exact:
+            pos = np.arange(self.ref.L)
+            return np.prod(PD[:, pos[None, :], U], axis=2)
+        # the product as Iv.prod forms it, 1 * D_0 * D_1 * ..., each order's partial products shared with the
+        # orders that have the same U_0..U_i (the same floats: each order sees the same sequence of products);
+        # rows are partial products, columns sequences
+        PDt = Iv(PD.lo.transpose(1, 2, 0).copy(), PD.hi.transpose(1, 2, 0).copy())  # (L, n_sub, M)
+        prefix = np.zeros(U.shape[0], dtype=np.int64)  # every order starts from the empty product
+        part = Iv(np.ones((1, PD.shape[0])))
+        n_sub = PDt.shape[1]
+        for i in range(self.ref.L):
+            keys, prefix = np.unique(prefix * n_sub + U[:, i], return_inverse=True)  # (prefix so far, U_i)
+            prefix = prefix.reshape(-1)
+            part = part[keys // n_sub] * PDt[i, keys % n_sub]
+        return Iv(np.ascontiguousarray(part.lo[prefix].T), np.ascontiguousarray(part.hi[prefix].T))
 
     @cached_property
     def block_tc(self):
-        """TC of every block of every reveal order, (P, k_max), from entropies (0 for empty and single blocks)."""
+        """TC of every block of every reveal order, (P, k_max), from entropies (0 for empty and single blocks).
+
+        It depends on the law and the orders only (not on the denoiser): computed once per Reference."""
+        key = ("block_tc", self.parts.L, self.parts.max_blocks)
+        if key not in self.ref.memo:
+            self.ref.memo[key] = self._block_tc()
+        return self.ref.memo[key]
+
+    def _block_tc(self):
         U, S = self.parts.block_masks
         pairs, inv = np.unique(np.stack([U.ravel(), S.ravel()], axis=1), axis=0, return_inverse=True)
         many = np.array([bin(int(s)).count("1") > 1 for s in pairs[:, 1]])
@@ -526,48 +619,71 @@ def ser_from(pN):
 
 # ----------------------------------------------------------------------------- dependencies
 
-def expected_dependencies_exact(n: int, L: int, pi, exact: bool = True, prec: int = 256):
-    """E[D_j] per step: L pi_j - p_j e_0 (I + T + ... + T^(L-1)) c, with rational (fmpq_mat) or arb matrices.
+def _geometric_block(T, one, zero) -> list:
+    """[[T, I], [0, I]] (row-major, flat): its L-th power holds I + T + ... + T^(L-1) in the top-right block."""
+    d = len(T)
+    big = [[zero] * (2 * d) for _ in range(2 * d)]
+    for r in range(d):
+        for s in range(d):
+            big[r][s] = T[r][s]
+        big[r][d + r] = one
+        big[d + r][d + r] = one
+    return [e for row in big for e in row]
 
-    ``pi``: Fractions (exact) or floats taken as rationals.  Returns a list of Fractions (exact) or arb balls.
+
+def _dependencies_rational(n: int, L: int, pi) -> list[Fraction]:
+    """E[D_j] per step in exact rationals (Fractions; floats in ``pi`` are the rationals they represent).
+
+    With D the common denominator of a_j and pi_j, D [[T, I], [0, I]] has integer entries (T's entries are
+    sums of a_j, pi_j and 1 - a_j - pi_j), so its L-th power is an integer matrix power (fmpz_mat: no
+    gcd at any product) divided by D^L once.
     """
     import flint
 
     from .dependencies import transfer_matrix
 
     d = 2 * n
+    out, a = [], Fraction(0)
+    for p in (frac(v) for v in pi):
+        D = math.lcm(a.denominator, p.denominator)
+        T, c = transfer_matrix((a * D).numerator, (p * D).numerator, n, D, 0)
+        G = flint.fmpz_mat(2 * d, 2 * d, _geometric_block(T, D, 0)) ** int(L)
+        count = Fraction(sum(int(G[0, d + s]) for s in range(d) if c[s]), D ** int(L))
+        out.append(L * p - p * count)
+        a = a + p
+    return out
+
+
+def expected_dependencies_exact(n: int, L: int, pi, exact: bool = True, prec: int = 256):
+    """E[D_j] per step: L pi_j - p_j e_0 (I + T + ... + T^(L-1)) c, with exact integer matrices or arb matrices.
+
+    ``pi``: Fractions (exact) or floats taken as rationals.  Returns a list of Fractions (exact) or arb balls.
+    """
     if exact:
-        one, zero = flint.fmpq(1), flint.fmpq(0)
-        conv = lambda v: flint.fmpq(frac(v).numerator, frac(v).denominator)  # noqa: E731
-        Mat = flint.fmpq_mat
-    else:
-        old = flint.ctx.prec
-        flint.ctx.prec = prec
-        one, zero = flint.arb(1), flint.arb(0)
-        conv = lambda v: v if isinstance(v, flint.arb) else flint.arb(flint.fmpq(frac(v).numerator, frac(v).denominator))  # noqa: E731
-        Mat = flint.arb_mat
+        return _dependencies_rational(n, L, pi)
+    import flint
+
+    from .dependencies import transfer_matrix
+
+    d = 2 * n
+    old = flint.ctx.prec
+    flint.ctx.prec = prec
+    one, zero = flint.arb(1), flint.arb(0)
+    conv = lambda v: v if isinstance(v, flint.arb) else flint.arb(flint.fmpq(frac(v).numerator, frac(v).denominator))  # noqa: E731
     try:
         pis = [conv(p) for p in pi]
         out, a = [], zero
         for p in pis:
             T, c = transfer_matrix(a, p, n, one, zero)
-            big = [[zero] * (2 * d) for _ in range(2 * d)]
-            for r in range(d):
-                for s in range(d):
-                    big[r][s] = T[r][s]
-                big[r][d + r] = one
-                big[d + r][d + r] = one
-            G = Mat(2 * d, 2 * d, [e for row in big for e in row]) ** int(L)
+            G = flint.arb_mat(2 * d, 2 * d, _geometric_block(T, one, zero)) ** int(L)
             count = zero
             for s in range(d):
                 count += G[0, d + s] * c[s]
-            e = L * p - p * count
-            out.append(frac(e) if exact else e)
+            out.append(L * p - p * count)
             a = a + p
         return out
     finally:
-        if not exact:
-            flint.ctx.prec = old
+        flint.ctx.prec = old
 
 
 def dependencies_by_segments(n: int, taus: np.ndarray) -> np.ndarray:
@@ -602,11 +718,13 @@ def dependencies_by_segments(n: int, taus: np.ndarray) -> np.ndarray:
 
 def _groups(pi) -> list[tuple[Fraction, int]]:
     """A schedule as (value, multiplicity) pairs: a list of such pairs, or of reveal probabilities."""
-    from collections import Counter
-
     if pi and isinstance(pi[0], tuple):
         return [(frac(v), int(c)) for v, c in pi]
-    return [(frac(v), c) for v, c in Counter(pi).items()]
+    counts: dict = {}  # in order of first appearance; runs of equal values (schedules) are counted at once
+    for v, run in itertools.groupby(pi):
+        f = frac(v)
+        counts[f] = counts.get(f, 0) + sum(1 for _ in run)
+    return list(counts.items())
 
 
 def p_distinct_exact(pi, L: int) -> Fraction:

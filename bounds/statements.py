@@ -76,15 +76,23 @@ def _exp_of_logs(e):
     return e.replace(lambda t: isinstance(t, sp.exp), fold)
 
 
+def _logs_and_powers(e):
+    """log(a b) -> log a + log b, powers combined, exp(c log y) -> y^c: forced, valid for positive symbols."""
+    return _exp_of_logs(sp.powsimp(sp.expand_log(e, force=True), force=True))
+
+
 def equal(a, b) -> bool:
     """a == b proved by sympy (simplification, Sum linearisation, forced log/power rules for positive symbols)."""
     diff = sp.sympify(a) - sp.sympify(b)
     if diff.has(expm1, log1p):
         diff = diff.rewrite(sp.exp).rewrite(sp.log).replace(lambda t: isinstance(t, log1p), lambda t: sp.log(1 + t.args[0]))
-    attempts = (
+    attempts = (  # the expanded normal forms first (cheap), then sympy's simplification of the same forms
+        lambda e: sp.expand(e),
+        lambda e: sp.expand(_linear_sums(e)),
+        lambda e: sp.expand(_logs_and_powers(e)),
+        lambda e: sp.simplify(_logs_and_powers(e)),
         lambda e: sp.simplify(e),
         lambda e: sp.simplify(_linear_sums(e)),
-        lambda e: sp.simplify(_exp_of_logs(sp.powsimp(sp.expand_log(e, force=True), force=True))),
     )
     for f in attempts:
         try:

@@ -9,6 +9,8 @@ schedule for Lemma B.11, N = floor(C_0 L) at l = 2), plus random n-gram and HMM 
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 import re
 import time
@@ -103,14 +105,34 @@ def select(pattern: str | None) -> set[str]:
     return chosen
 
 
+@contextlib.contextmanager
+def _rare_collections(young: int = 50_000):
+    """Run a block that builds many small objects which all stay alive (rows, exact rationals, interval
+    arrays) with fewer garbage collections: the objects that exist before it (sympy, numba) are frozen
+    out of the collector's scans and the young generation is collected every ``young`` allocations.
+    The collector's settings are restored afterwards (cyclic garbage is still collected, later)."""
+    old = gc.get_threshold()
+    froze = gc.get_freeze_count() == 0
+    if froze:
+        gc.freeze()
+    gc.set_threshold(max(old[0], young), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        if froze:
+            gc.unfreeze()
+
+
 def run_checks(quick: bool = True, pattern: str | None = None, progress=None) -> list[Row]:
     chosen = select(pattern)
     todo = [j for j in jobs(quick) if chosen & set(j.families)]
     rows: list[Row] = []
-    for k, job in enumerate(todo):
-        rows.extend(r for r in job.run() if r.family in chosen)
-        if progress:
-            progress(k + 1, len(todo), job.label)
+    with _rare_collections():
+        for k, job in enumerate(todo):
+            rows.extend(r for r in job.run() if r.family in chosen)
+            if progress:
+                progress(k + 1, len(todo), job.label)
     return rows
 
 

@@ -89,6 +89,13 @@ def test_integer_domains_are_proved_by_cases():
     assert not prove_nonneg(m * (m - 1) / 2 - m, {m: (1, sp.oo)})  # m = 1 gives -1
 
 
+def test_the_sign_of_a_fraction_needs_both_numerator_and_denominator():
+    assert not prove_nonneg(1 / (x - 2), {x: (0, 1)})  # a positive numerator over a negative denominator
+    assert not prove_nonneg((x - 2) / (x + 1), {x: (0, 1)})
+    assert prove_nonneg(1 / (2 - x), {x: (0, 1)}) and prove_nonneg((2 - x) / (x + 1), {x: (0, 1)})
+    assert prove_nonneg((x - 2) / (x - 3), {x: (0, 1)})  # both negative
+
+
 def test_cauchy_schwarz_is_proved_for_every_n():
     step = S.THEOREM_44_ANY.steps[1]
     res = step.verify()

@@ -54,6 +54,12 @@ def test_no_row_is_vacuous(quick_rows):
     assert sum(r.family == "C3" and r.instance == "ng2" for r in quick_rows) == 131
 
 
+def test_reveal_orders_are_labelled_by_the_step_of_each_position(quick_rows):
+    cases = {r.case for r in quick_rows if r.family == "C2" and r.instance == "ng2" and r.case.startswith("or/")}
+    assert len(cases) == 541  # every ordered partition of 5 positions, once
+    assert {"or/tau=11111", "or/tau=12345", "or/tau=54321", "or/tau=21112"} <= cases
+
+
 def test_select_families():
     assert select("^C4$") == {"C4"}
     assert {"T44", "T44N", "T44C"} <= select("Theorem 4.4")

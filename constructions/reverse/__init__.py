@@ -1,19 +1,38 @@
 """The reverse process: schedules, denoisers, the exact output law, the proof-chain quantities,
 the oracle sampler at any L, sample metrics, the learning error and the interval HMM's exact SER
-(its Theorem 4.4 bounds are in :mod:`mdmt.bounds.interval_bounds`)."""
+(its Theorem 4.4 bounds are in :mod:`mdmt.bounds.interval_bounds`).
 
-from .chain import assignment_quantities, chain_quantities
-from .denoisers import BitBiasedInterval, OracleDenoiser, TemperedOracle, UniformMixture, oracle_denoiser
-from .exact import ExactResult, exact_metrics, exact_output_law
-from .interval_closed_forms import oracle_ser, rho
-from .learning import learning_error
-from .metrics import sample_metrics
-from .sampler import SampleResult, assignment_kl_estimate, sample_mdm
-from .schedules import (Schedule, expected_nfe, get_schedule, p_distinct, parse_schedule, reveal_probabilities,
-                        reveal_rates)
+The names below are loaded from their submodules on first use, so that importing one submodule
+(e.g. ``mdmt.constructions.reverse.chain``) does not import the sampler, the Monte Carlo
+metrics and their dependencies.
+"""
 
-__all__ = ["BitBiasedInterval", "ExactResult", "OracleDenoiser", "SampleResult", "Schedule", "TemperedOracle",
-           "UniformMixture", "assignment_kl_estimate", "assignment_quantities", "chain_quantities", "exact_metrics",
-           "exact_output_law", "expected_nfe", "get_schedule", "learning_error",
-           "oracle_denoiser", "oracle_ser", "p_distinct", "parse_schedule", "reveal_probabilities", "reveal_rates",
-           "rho", "sample_mdm", "sample_metrics"]
+import importlib
+
+_WHERE = {
+    "assignment_quantities": "chain", "chain_quantities": "chain",
+    "BitBiasedInterval": "denoisers", "OracleDenoiser": "denoisers", "TemperedOracle": "denoisers",
+    "UniformMixture": "denoisers", "oracle_denoiser": "denoisers",
+    "ExactResult": "exact", "exact_metrics": "exact", "exact_output_law": "exact",
+    "oracle_ser": "interval_closed_forms", "rho": "interval_closed_forms",
+    "learning_error": "learning",
+    "sample_metrics": "metrics",
+    "SampleResult": "sampler", "assignment_kl_estimate": "sampler", "sample_mdm": "sampler",
+    "Schedule": "schedules", "expected_nfe": "schedules", "get_schedule": "schedules", "p_distinct": "schedules",
+    "parse_schedule": "schedules", "reveal_probabilities": "schedules", "reveal_rates": "schedules",
+}
+
+__all__ = sorted(_WHERE, key=str.lower)
+
+
+def __getattr__(name):
+    """The public name ``name``, imported from its submodule (PEP 562)."""
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE))

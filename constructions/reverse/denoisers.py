@@ -27,10 +27,20 @@ from ..validation import MASK
 
 
 class _FromOracle:
+    """A denoiser computed from the oracle rows of its language: ``from_oracle(X, q)`` maps the oracle's
+    rows q (n, L, V) at the partial sequences X to the denoiser's rows, so whoever holds the oracle
+    already (the exact tables of :mod:`.tables`) applies the denoiser without recomputing it."""
+
     language = None
 
     def _oracle(self, X):
         return self.language.posterior_marginals(X, off_support="uniform")
+
+    def __call__(self, X):
+        return self.from_oracle(X, self._oracle(X))
+
+    def from_oracle(self, X, q):
+        raise NotImplementedError
 
 
 class OracleDenoiser(_FromOracle):
@@ -45,6 +55,10 @@ class OracleDenoiser(_FromOracle):
 
     def __call__(self, X):
         return self._oracle(X)
+
+    def from_oracle(self, X, q):
+        """The oracle rows themselves."""
+        return q
 
     def __repr__(self) -> str:
         return f"OracleDenoiser({self.language!r})"
@@ -75,8 +89,8 @@ class TemperedOracle(_FromOracle):
     def oracle_transform(self):
         return ("temper", self.beta)
 
-    def __call__(self, X):
-        q = self._oracle(X)
+    def from_oracle(self, X, q):
+        """q(v | x_U)^beta, renormalised over v."""
         with np.errstate(divide="ignore"):
             p = np.where(q > 0, np.exp(self.beta * np.log(np.where(q > 0, q, 1.0))), 0.0)
         return p / p.sum(axis=-1, keepdims=True)
@@ -109,8 +123,8 @@ class UniformMixture(_FromOracle):
         """-log(1 - lam): an upper bound on the learning error for every context."""
         return math.inf if self.lam == 1 else -math.log1p(-self.lam)
 
-    def __call__(self, X):
-        q = self._oracle(X)
+    def from_oracle(self, X, q):
+        """(1 - lam) q(v | x_U) + lam / |V|."""
         return (1 - self.lam) * q + self.lam / q.shape[-1]
 
     def __repr__(self) -> str:
@@ -172,7 +186,10 @@ class BitBiasedInterval(_FromOracle):
 
     def __call__(self, X):
         X = self.language.check_tokens(X)
-        q = self._oracle(X)
+        return self.from_oracle(X, self._oracle(X))
+
+    def from_oracle(self, X, q):
+        """The oracle rows tilted by 2u (bit 1) or 2(1-u) (bit 0) on every bit whose partner is masked in X."""
         n, L, V = q.shape
         l = self.l
         if L % l:

@@ -35,7 +35,6 @@ import math
 
 import numpy as np
 
-from ..confidence import mean_interval
 from ..validation import MASK, as_rng, positive_int
 from .chain import _log_pred_terms, chain_quantities
 from .tables import Tables, build_tables, denoiser_table
@@ -110,6 +109,8 @@ def _exact(language, denoiser, L: int, tables: Tables | None, pi, quantiles) -> 
 
 
 def _monte_carlo(language, denoiser, L: int, num: int, seed, batch: int, quantiles, level: float) -> dict:
+    from ..confidence import mean_interval  # scipy.stats: imported by the Monte Carlo method only
+
     num = positive_int("num", num)
     batch = positive_int("batch", batch)
     rng = as_rng(seed)

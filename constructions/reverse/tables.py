@@ -2,11 +2,13 @@
 
 A *state* is a partial assignment (U, x_U) encoded as a base-(V+1) integer whose digit i is
 x_i, or V when position i is still masked (position 0 is the most significant digit); there
-are (V+1)^L states.  q is enumerated on V^L (exact scores) and extended to every partial
+are (V+1)^L states.  q is enumerated on V^L (the forward recursion over prefixes, or the
+language's own scores for large tables; the support exactly in both) and extended to every partial
 assignment by appending, along each axis, the sum over that axis, so q_ext[s] = q(x_U) and
-the oracle q(x_i = v | x_U) = q_ext[s with digit i = v] / q_ext[s].  The exact output law
-(:mod:`.exact`), the proof-chain quantities (:mod:`.chain`) and the exact learning error
-(:mod:`.learning`) are all computed from these tables.
+the oracle q(x_i = v | x_U) = q_ext[s with digit i = v] / q_ext[s].  Denoisers that transform the
+oracle (:mod:`.denoisers`) are applied to this oracle.  The exact output law (:mod:`.exact`), the
+proof-chain quantities (:mod:`.chain`) and the exact learning error (:mod:`.learning`) are all
+computed from these tables.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..validation import MASK, positive_int
 
 MAX_STATES = 1 << 23  # (V+1)^L partial assignments held in memory
 _CHUNKS = 4  # fixed work split of a step (results do not depend on the number of threads)
+PREFIX_TREE_MAX = 1 << 20  # q by the forward recursion over prefixes while V^L * (hidden states) is at most this
 
 
 @dataclass
@@ -35,6 +38,7 @@ class Tables:
     digits: np.ndarray  # ((V+1)^L, L) int8 digits (V = masked)
     pattern: np.ndarray  # ((V+1)^L,) bitmask of revealed positions (bit L-1-i for position i)
     full_index: np.ndarray  # (V^L,) state index of each full sequence
+    language: object = None  # the language q is the law of (its oracle is read off q_ext)
 
     @property
     def n_states(self) -> int:
@@ -75,13 +79,62 @@ def check_exact_size(V: int, L: int) -> None:
         )
 
 
+def prefix_log_likelihoods(hmm, L: int) -> np.ndarray:
+    """log q(x) for every x in V^L (lexicographic order), -inf off the support: the scaled forward recursion
+    (Section 4.1, q(x) = sum_h pi[h_1] B[h_1, x_1] prod_i A[h_{i-1}, h_i] B[h_i, x_i]) run once per prefix.
+
+    Level t holds, for every prefix x_1..x_t, the normalised forward vector alpha_t(.) and log q(x_1..x_t);
+    a child multiplies its parent's alpha by A and by B[:, x_{t+1}] and adds the log of the normaliser.
+    Sequences sharing a prefix share its work: about V^L S^2 operations in all, against L V^L S^2 for
+    scoring every sequence on its own.  A normaliser that is 0 on a sequence of the support (an
+    underflow, not a zero of q; decided by :func:`_support_mask`) is an error.
+    """
+    pi, A, B = (np.asarray(a, dtype=np.float64) for a in (hmm.startprob_, hmm.transmat_, hmm.emissionprob_))
+    S = B.shape[0]
+    BT = B.T
+    alpha = pi[None, :]  # the empty prefix: its "alpha A" is the start law
+    ll = np.zeros(1)
+    for t in range(L):
+        e = (alpha if t == 0 else alpha @ A)[:, None, :] * BT[None, :, :]  # (K, V, S): child (prefix, x_{t+1})
+        c = e.sum(axis=2)
+        zero = c <= 0
+        c[zero] = 1.0  # e is 0 there: the child's alpha stays 0
+        alpha = (e / c[..., None]).reshape(-1, S)
+        ll = (ll[:, None] + np.log(c)).reshape(-1)
+        ll[zero.reshape(-1)] = -np.inf
+    dead = np.isneginf(ll)
+    if dead.any() and np.any(dead & _support_mask(pi, A, B, L)):
+        raise ValueError("log-likelihood underflowed for a sequence in the support "
+                         "(some per-position probability is below 1e-308)")
+    return ll
+
+
+def _support_mask(pi, A, B, L: int) -> np.ndarray:
+    """q(x) > 0 for every x in V^L (lexicographic), by boolean reachability over the prefixes (no rounding)."""
+    S = B.shape[0]
+    emits, A_pos = B.T > 0, (A > 0).astype(np.float64)
+    reach = (pi > 0)[None, :]
+    for t in range(L):
+        new = reach if t == 0 else (reach.astype(np.float64) @ A_pos) > 0  # counts of paths are exact
+        reach = (new[:, None, :] & emits[None, :, :]).reshape(-1, S)
+    return reach.any(axis=1)
+
+
+def _log_q_all(language, L: int, grid: np.ndarray) -> np.ndarray:
+    """log q on the lexicographic grid V^L: by prefixes while small, else the language's own scoring."""
+    hmm = as_hmm(language)
+    if grid.shape[0] * hmm.n_states <= PREFIX_TREE_MAX:
+        return prefix_log_likelihoods(hmm, L)
+    return hmm.score(grid)
+
+
 def build_tables(language, L: int) -> Tables:
-    """Enumerate q on V^L (exact scores) and extend it to all (V+1)^L partial assignments."""
+    """Enumerate q on V^L (exact support) and extend it to all (V+1)^L partial assignments."""
     L = positive_int("L", L)
     V = language.n_symbols
     check_exact_size(V, L)
     grid = np.indices((V,) * L).reshape(L, -1).T.astype(np.int64)
-    q = np.exp(as_hmm(language).score(grid))
+    q = np.exp(_log_q_all(language, L, grid))
     ext = q.reshape((V,) * L)
     for axis in range(L):  # append the marginal over position `axis` as digit V
         ext = np.concatenate([ext, ext.sum(axis=axis, keepdims=True)], axis=axis)
@@ -90,7 +143,7 @@ def build_tables(language, L: int) -> Tables:
     weights = 1 << np.arange(L - 1, -1, -1)
     pattern = ((digits < V).astype(np.int64) * weights).sum(axis=1)
     full_index = grid @ ((V + 1) ** np.arange(L - 1, -1, -1, dtype=np.int64))
-    return Tables(V, L, grid, q, q_ext, digits, pattern, full_index)
+    return Tables(V, L, grid, q, q_ext, digits, pattern, full_index, language)
 
 
 def denoiser_table(tables: Tables, denoiser=None, states=None) -> np.ndarray:
@@ -119,9 +172,10 @@ def denoiser_table(tables: Tables, denoiser=None, states=None) -> np.ndarray:
             D[idx.reshape(-1), i, :] = cond.reshape(-1, V)
         return D
     idx = np.arange(S) if states is None else np.asarray(states, dtype=np.int64)
+    rows_at = _evaluator(tables, denoiser)
     for s in range(0, len(idx), 8192):
         chunk = idx[s:s + 8192]
-        out = np.asarray(denoiser(tables.partial_sequences(chunk)), dtype=np.float64)
+        out = np.asarray(rows_at(chunk), dtype=np.float64)
         if out.shape != (len(chunk), L, V):
             raise ValueError(f"denoiser returned shape {out.shape}, expected {(len(chunk), L, V)}")
         masked = tables.digits[chunk] == V
@@ -137,6 +191,27 @@ def denoiser_table(tables: Tables, denoiser=None, states=None) -> np.ndarray:
         D[chunk] = out
     return D
 
+
+def _evaluator(tables: Tables, denoiser):
+    """chunk of states -> the denoiser's rows there.  A transform of the oracle of the tables' own language
+    (:class:`.denoisers._FromOracle`) is applied to the oracle read off the tables (the rows of
+    ``denoiser_table(tables, None)``, one-hot at revealed positions as ``posterior_marginals`` gives them);
+    any other denoiser is called on the partial sequences."""
+    from .denoisers import _FromOracle
+
+    if (isinstance(denoiser, _FromOracle) and type(denoiser).from_oracle is not _FromOracle.from_oracle
+            and tables.language is not None and denoiser.language is tables.language):
+        Q = denoiser_table(tables, None)
+        eye = np.eye(tables.V)
+
+        def rows_at(chunk):
+            q = Q[chunk]
+            d = tables.digits[chunk]
+            revealed = d < tables.V
+            q[revealed] = eye[d[revealed]]
+            return denoiser.from_oracle(tables.partial_sequences(chunk), q)
+        return rows_at
+    return lambda chunk: denoiser(tables.partial_sequences(chunk))
 
 
 def support_table(tables: Tables, denoiser) -> np.ndarray:
