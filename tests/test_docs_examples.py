@@ -26,6 +26,7 @@ import re
 import shlex
 import subprocess
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,21 +125,24 @@ def mdmt_lines(script: str) -> list[list[str]] | None:
 
 
 def _in_process(work, cwd: Path) -> subprocess.CompletedProcess:
-    """Run ``work() -> int`` in ``cwd`` with standard output and error captured (environment as _env)."""
-    out, err, old = io.StringIO(), io.StringIO(), os.getcwd()
-    saved = {k: os.environ.get(k) for k in ("MPLBACKEND",)}
+    """Run ``work() -> int`` in ``cwd`` with standard output and error captured, as a separate process would:
+    what an example changes in the environment, the working directory, sys.path, the warning filters or
+    numba's thread count is put back afterwards, so that it cannot reach the tests that run later here."""
+    import numba
+
+    out, err, old, env, path, nthreads = io.StringIO(), io.StringIO(), os.getcwd(), dict(os.environ), list(sys.path), \
+        numba.get_num_threads()
     os.environ["MPLBACKEND"] = "Agg"
     try:
         os.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
             rc = work()
     finally:
         os.chdir(old)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        os.environ.clear()
+        os.environ.update(env)
+        sys.path[:] = path
+        numba.set_num_threads(nthreads)
     return subprocess.CompletedProcess("in-process", rc, out.getvalue(), err.getvalue())
 
 
@@ -258,3 +262,13 @@ def test_documented_commands_parse_as_written(path):
                 build_parser(argv[0]).parse_args(argv)
             except SystemExit as exc:
                 pytest.fail(f"{block.id}: `mdmt {' '.join(argv)}` does not parse (exit {exc.code})")
+
+
+def test_an_in_process_example_leaves_no_trace(tmp_path):
+    """What a block sets in os.environ or sys.path is undone (it once leaked a memory limit into later tests)."""
+    block = Block(ROOT / "README.md", 1, "python", "import os, sys\nos.environ['MDMT_MAX_MEMORY'] = '4G'\n"
+                  "sys.path.append('nowhere')\nprint('ran')\n")
+    before_env, before_path = dict(os.environ), list(sys.path)
+    res = run_block(block, tmp_path)
+    assert res.returncode == 0 and res.stdout == "ran\n"
+    assert dict(os.environ) == before_env and sys.path == before_path and os.getcwd() != str(tmp_path)
