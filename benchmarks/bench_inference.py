@@ -77,6 +77,9 @@ def main():
 
     import hmmlearn
 
+    from mdmt.provenance import describe, record
+
+    print(describe(record()).replace("Command: `", "Command: `python "), "\n")  # the command, commit and machine
     q = preset("hmm", seed=0)
     S = q.n_states
     threads = numba.get_num_threads()
