@@ -15,6 +15,11 @@ bound formulas (bounds/statements.py), the dependency counts (bounds/dependencie
 and the file is restored.  Mutants that cannot change any result (equivalent mutants) are marked in
 the catalogue with the reason, and count in neither score.
 
+numba's compiled kernels are cached in a temporary folder (``NUMBA_CACHE_DIR``) removed at the end.  mdmt
+keys that cache on a hash of its whole source (constructions/numba_cache.py), so each mutant -- also one
+of a function that kernels in other files call -- is compiled fresh, never meets the machine code of the
+unmutated source, and leaves nothing in the user's cache.
+
     python benchmarks/mutation.py                      # every mutant; about an hour on 2 cores
     python benchmarks/mutation.py --only M01,M19       # some
     python benchmarks/mutation.py --no-pytest          # verify only
@@ -31,9 +36,11 @@ import datetime
 import os
 import platform
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,10 +175,11 @@ MUTANTS = [
 ]
 
 
-def run(cmd, timeout) -> tuple[int, float]:
+def run(cmd, timeout, env=None) -> tuple[int, float]:
     t0 = time.perf_counter()
     try:
-        p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+        p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout,
+                           env=env)
         rc = p.returncode
     except subprocess.TimeoutExpired:
         rc = -1  # a hang counts as caught
@@ -226,13 +234,29 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, stop)
     results = []
     t_start = time.perf_counter()
+    numba_cache = tempfile.mkdtemp(prefix="mdmt-mutation-numba-")
+    env = {**os.environ, "NUMBA_CACHE_DIR": numba_cache}
+    try:
+        run_mutants(chosen, verify_cmd, [] if args.no_pytest else pytest_cmds, args.timeout, env, results)
+    finally:
+        shutil.rmtree(numba_cache, ignore_errors=True)
+    total = time.perf_counter() - t_start
+    report = render(results, total, args)
+    print(report)
+    if args.out:
+        Path(args.out).write_text(report)
+    return 0
+
+
+def run_mutants(chosen, verify_cmd, pytest_cmds, timeout, env, results) -> None:
+    """Apply, run and restore each mutant in turn, appending its result to ``results`` and printing its line."""
     for m in chosen:
         original = apply(m)
         try:
-            rc_v, t_v = run(verify_cmd, args.timeout)
+            rc_v, t_v = run(verify_cmd, timeout, env)
             rc_p, t_p = None, 0.0
-            for cmd in ([] if args.no_pytest else pytest_cmds):
-                rc_p, t = run(cmd, args.timeout)
+            for cmd in pytest_cmds:
+                rc_p, t = run(cmd, timeout, env)
                 t_p += t
                 if rc_p != 0:
                     break
@@ -244,12 +268,6 @@ def main(argv=None) -> int:
         print(f"{m.id} {m.path}: verify {'killed' if res['verify'] else 'SURVIVED'} ({t_v:.0f} s)"
               + ("" if rc_p is None else f", pytest {'killed' if res['pytest'] else 'SURVIVED'} ({t_p:.0f} s)")
               + (f"  [equivalent: {m.equivalent}]" if m.equivalent else ""), flush=True)
-    total = time.perf_counter() - t_start
-    report = render(results, total, args)
-    print(report)
-    if args.out:
-        Path(args.out).write_text(report)
-    return 0
 
 
 LINE = re.compile(r"^(M\d+) \S+: verify (killed|SURVIVED) \((\d+) s\)(?:, pytest (killed|SURVIVED) \((\d+) s\))?")

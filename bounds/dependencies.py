@@ -27,6 +27,9 @@ import numpy as np
 
 from mdmt.constructions.reverse.schedules import as_pi, revealed_before
 from mdmt.constructions.validation import positive_int
+from mdmt.constructions.numba_cache import configure_numba_cache
+
+configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
 SCAN_MAX_LENGTH = 1 << 16  # the O(N L n) scan up to here; the O(N n^3 log L) matrix power beyond
 MAX_WORK = 4e9  # elementary operations one call may take (about a minute); larger requests are refused

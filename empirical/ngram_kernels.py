@@ -29,6 +29,10 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from mdmt.constructions.numba_cache import configure_numba_cache
+
+configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
+
 
 @nb.njit(cache=True, error_model="numpy")
 def ngram_forward(P, ids, V, k):

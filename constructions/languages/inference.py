@@ -24,6 +24,10 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from ..numba_cache import configure_numba_cache
+
+configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
+
 _SPARSE_MIN_STATES = 64
 _SPARSE_MAX_DENSITY = 0.25
 _SUPPORT_TABLE_MAX_BYTES = 64 << 20

@@ -41,6 +41,9 @@ import numpy as np
 
 from ..resources import check_memory, check_work, threads, work_limit
 from .inference import _cdf, _draw, sample_by_uniforms, settle_underflow
+from ..numba_cache import configure_numba_cache
+
+configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
 _BLOCKS_PER_THREAD = 4
 _REACH_TABLE_MAX_BYTES = 16 << 20

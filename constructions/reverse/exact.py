@@ -24,6 +24,9 @@ import numpy as np
 from .chain import chain_quantities
 from .schedules import as_pi, expected_nfe, p_distinct, reveal_rates
 from .tables import Tables, build_tables, denoiser_table, support_table
+from ..numba_cache import configure_numba_cache
+
+configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
 _CHUNKS = 4  # fixed work split of a step (results do not depend on the number of threads)
 

@@ -64,6 +64,9 @@ from mdmt.defaults import POLICY_FORMS
 
 from ..validation import positive_int
 from .schedules import as_pi, expected_nfe as iid_expected_nfe, parse_schedule, reveal_probabilities, reveal_rates
+from ..numba_cache import configure_numba_cache
+
+configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
 TIE_TOL = 1e-9
 

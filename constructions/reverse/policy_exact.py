@@ -33,6 +33,9 @@ import numpy as np
 from .exact import ExactResult
 from .policies import FIXED, NO_SCORE, RATE, SIZE, Policy, score_table, step_count, step_cut
 from .tables import Tables, build_tables, denoiser_table, support_table
+from ..numba_cache import configure_numba_cache
+
+configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
 _CHUNKS = 4  # fixed work split of a step (results do not depend on the number of threads)
 MAX_PATTERN_LENGTH = 13  # 3^L pattern codes kept in memory

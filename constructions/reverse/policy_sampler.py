@@ -34,6 +34,9 @@ from ..validation import MASK, as_rng, positive_int
 from .denoisers import oracle_denoiser
 from .policies import FIXED, RATE, SIZE, Policy, score_table, step_count, step_cut
 from .sampler import SampleResult, draw_tokens
+from ..numba_cache import configure_numba_cache
+
+configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
 
 @nb.njit(cache=True)

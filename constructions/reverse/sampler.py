@@ -58,6 +58,9 @@ from ..resources import check_memory
 from ..validation import MASK, as_rng, positive_int
 from .denoisers import oracle_denoiser
 from .schedules import as_pi
+from ..numba_cache import configure_numba_cache
+
+configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
 BLOCK = 4096  # rows per block of random draws (fixes the stream of random numbers)
 KERNEL_MAX_STATES = 1024  # message kernel up to this many hidden states

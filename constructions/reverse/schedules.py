@@ -58,6 +58,9 @@ import numba as nb
 import numpy as np
 
 from ..validation import positive_int
+from ..numba_cache import configure_numba_cache
+
+configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
 _TOL = 1e-12
 _PI_ATOL = 1e-9  # tolerance on sum(pi) = 1 for an explicit vector
