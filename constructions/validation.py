@@ -7,6 +7,9 @@ into a NaN, a silent wrap-around or a traceback deep inside a kernel.
 
 from __future__ import annotations
 
+import stat
+from pathlib import Path
+
 import numpy as np
 
 MASK = -1
@@ -97,35 +100,77 @@ def token_array(x, n_symbols: int, *, allow_mask: bool = True, name: str = "sequ
 
     A 1-D input is one sequence.  Every entry must be an integer in
     ``[0, n_symbols)``, or :data:`MASK` when ``allow_mask`` is true; the error
-    names the first offending sequence, position and token.
+    names the first offending sequence, position and token.  The range is checked
+    in the input's own dtype, before any conversion, so that no token can wrap
+    around to the mask or into the vocabulary (``2**64 - 1`` as uint64 is refused,
+    not read as -1).
     """
     arr = np.asarray(x)
+    if arr.dtype.kind == "f" and not isinstance(x, np.ndarray):
+        arr = _exact_integers(x, arr)
     if arr.dtype == object:
-        raise ValueError(f"{name}s must be a rectangular array of integer tokens")
+        arr = _object_tokens(arr, name)
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2:
         raise ValueError(f"{name}s must have shape (n, L) or (L,), got shape {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-            arr = arr.astype(np.int64)
-        else:
-            if np.issubdtype(arr.dtype, np.floating):
-                bad = tuple(int(i) for i in np.argwhere(~(np.isfinite(arr) & (arr == np.round(arr))))[0])
-                token = float(arr[bad])
-            else:
-                bad, token = (0, 0), arr.flat[0]
-            raise ValueError(f"{name} {bad[0]} position {bad[1]}: token {token!r} is not an integer")
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    if arr.size == 0:
+        return np.zeros(arr.shape, dtype=np.int64)
+    if not np.issubdtype(arr.dtype, np.integer):
+        _check_integral(arr, name)
+    _check_vocabulary(arr, n_symbols, allow_mask, name)
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _exact_integers(x, arr: np.ndarray) -> np.ndarray:
+    """Python integers beyond float64's exact range kept as such (NumPy reads [0, 2**64 - 1] as floats)."""
+    finite = np.isfinite(arr)
+    if not finite.all() or (np.abs(arr) < 2.0**53).all():
+        return arr
+    exact = np.array(x, dtype=object)
+    return exact if exact.shape == arr.shape and all(type(v) is int for v in exact.flat) else arr
+
+
+def _object_tokens(arr: np.ndarray, name: str) -> np.ndarray:
+    """An object array of Python integers too large for int64, kept for the range check; others refused."""
+    if arr.ndim in (1, 2) and arr.size and all(type(v) is int for v in arr.flat):
+        return arr
+    raise ValueError(f"{name}s must be a rectangular array of integer tokens")
+
+
+def _check_integral(arr: np.ndarray, name: str) -> None:
+    """Refuse a non-integer token in a float (or other non-integer) array, naming the first one."""
+    if np.issubdtype(arr.dtype, np.floating):
+        ok = np.isfinite(arr) & (arr == np.round(arr))
+        if ok.all():
+            return
+        i, t = (int(v) for v in np.argwhere(~ok)[0])
+        token = float(arr[i, t])
+    elif arr.dtype == object:  # Python integers (see _object_tokens)
+        return
+    else:
+        i, t, token = 0, 0, arr.flat[0]
+    raise ValueError(f"{name} {i} position {t}: token {token!r} is not an integer")
+
+
+def _check_vocabulary(arr: np.ndarray, n_symbols: int, allow_mask: bool, name: str) -> None:
+    """Refuse a token outside ``[0, n_symbols)`` (or the mask), compared in the array's own dtype."""
     low = MASK if allow_mask else 0
-    bad = (arr < low) | (arr >= n_symbols)
+    if np.issubdtype(arr.dtype, np.integer):
+        info = np.iinfo(arr.dtype)
+        bad = np.zeros(arr.shape, dtype=bool)
+        if low > info.min:
+            bad |= arr < arr.dtype.type(low)
+        if n_symbols - 1 < info.max:
+            bad |= arr > arr.dtype.type(n_symbols - 1)
+    else:  # integral floats, or Python integers of any size
+        bad = (arr < low) | (arr >= n_symbols)
     if bad.any():
         i, t = (int(v) for v in np.argwhere(bad)[0])
         allowed = f"0..{n_symbols - 1}" + (f" or {MASK} (mask)" if allow_mask else "")
         raise ValueError(
             f"{name} {i} position {t}: token {int(arr[i, t])} is outside the vocabulary (allowed {allowed})"
         )
-    return arr
 
 
 def positive_int(name: str, value, *, minimum: int = 1) -> int:
@@ -152,3 +197,22 @@ def as_rng(seed) -> np.random.Generator:
 def seed_of(*parts: int) -> int:
     """A 63-bit seed mixed from integers (independent streams for (seed, purpose, index))."""
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(2, dtype=np.uint32).view(np.uint64)[0] >> 1)
+
+
+_FILE_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def regular_file(path, label: str, what: str = "a regular file") -> Path:
+    """``path`` as a Path, after checking from its status (without opening it) that it is a regular file.
+
+    A folder, FIFO, device or socket is refused with ``ValueError("<label> is a FIFO, not <what>")``,
+    so that reading never blocks on a pipe or runs forever on ``/dev/zero``; a missing file raises
+    ``FileNotFoundError``.  Symbolic links are followed.
+    """
+    path = Path(path)
+    mode = path.stat().st_mode
+    if stat.S_ISREG(mode):
+        return path
+    kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+    raise ValueError(f"{label} is {kind}, not {what}")

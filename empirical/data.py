@@ -32,7 +32,7 @@ import numpy as np
 from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
 from mdmt.constructions.outputs import OutputError, atomic_file, check_output_folder, make_folder, write_text
 from mdmt.constructions.resources import ResourceError, check_memory
-from mdmt.constructions.validation import positive_int
+from mdmt.constructions.validation import positive_int, regular_file
 
 FORMAT = 2
 
@@ -113,7 +113,7 @@ def read_manifest(folder: str | os.PathLike) -> dict | None:
     """The folder's data-set manifest, or None when there is none or manifest.json is not one."""
     path = Path(folder) / "manifest.json"
     try:
-        manifest = json.loads(path.read_text())
+        manifest = json.loads(regular_file(path, str(path)).read_text())  # never opens a FIFO or a device
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:

@@ -194,3 +194,25 @@ def test_missing_hmmlearn_gives_a_clear_import_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "hmmlearn.hmm", None)
     with pytest.raises(ImportError, match="needs hmmlearn"):
         to_hmmlearn(random_hmm(2, 2, 1.0, 0.0, seed=0))
+
+
+@pytest.mark.parametrize("text, key", [
+    ('{"kind": "hmm", "initial": [1.0], "initial": [0.5], "transition": [[1.0]], "emission": [[1.0]]}', "initial"),
+    ('{"kind": "ngram", "n": 2, "n": 3, "initial": [1.0], "transition": [[1.0]]}', "n"),
+    ('{"kind": "hmm", "initial": [1.0], "transition": [[1.0]], "emission": [[1.0]], '
+     '"metadata": {"seed": 1, "seed": 2}}', "seed"),
+])
+def test_a_key_given_twice_is_refused_naming_it(tmp_path, text, key):
+    """JSON keeps the last of two equal keys: a language file that gives one twice is refused instead."""
+    p = tmp_path / "l.json"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=rf"^{p}: invalid JSON \(key '{key}' appears more than once in an object\)$"):
+        load_language(p)
+
+
+def test_a_key_given_twice_in_the_meta_of_an_npz_is_refused(tmp_path):
+    z = tmp_path / "l.npz"
+    np.savez(z, meta=np.array('{"kind": "hmm", "kind": "ngram"}'), initial=np.array([1.0]),
+             transition=np.array([[1.0]]), emission=np.array([[1.0]]))
+    with pytest.raises(ValueError, match="key 'kind' appears more than once"):
+        load_language(z)

@@ -451,3 +451,64 @@ def test_a_data_set_too_large_to_read_here_is_not_regenerated_over(tmp_path, mon
     with pytest.raises(resources.ResourceError, match=r"reading .*train.npy"):
         ensure(tmp_path / "d", spec)
     assert {p.name: p.read_bytes() for p in (tmp_path / "d").iterdir()} == before
+
+
+# ----------------------------------------------------------------------------- empty lists, negative seeds
+@pytest.mark.parametrize("argv, flag", [
+    pytest.param(["adaptive", "ser", "--policies", ""], "--policies", id="adaptive-ser-policies"),
+    pytest.param(["adaptive", "ter", "--policies", " , "], "--policies", id="adaptive-ter-policies"),
+    pytest.param(["adaptive", "ter", "--lengths", ""], "--lengths", id="adaptive-ter-lengths"),
+    pytest.param(["figure1", "--kinds", "", "--out", "f"], "--kinds", id="figure1-kinds"),
+    pytest.param(["figure1", "--lengths", "", "--out", "f"], "--lengths", id="figure1-lengths"),
+    pytest.param(["figure1", "--steps", ",", "--out", "f"], "--steps", id="figure1-steps"),
+    pytest.param(["figure1", "--ter-languages", "", "--ser-languages", "", "--out", "f"],
+                 "--ter-languages and --ser-languages", id="figure1-languages"),
+    pytest.param(["atlas", "--language", "preset:2gram", "-L", "3", "-N", "2", "--processes", "", "--out", "f"],
+                 "--processes", id="atlas-processes"),
+    pytest.param(["speed", "--seed", "-1"], "argument --seed", id="speed-seed"),
+    pytest.param(["sample", "--language", "preset:2gram", "-L", "4", "-N", "2", "--seed", "-1"], "argument --seed",
+                 id="sample-seed"),
+    pytest.param(["data", "--language", "preset:2gram", "-L", "4", "--out", "f", "--seed", "-1"], "argument --seed",
+                 id="data-seed"),
+    pytest.param(["language", "--list", "--seed", "-1"], "argument --seed", id="language-seed"),
+    pytest.param(["train", "--language", "preset:2gram", "--out", "f", "--seed", "-5"], "argument --seed",
+                 id="train-seed"),
+    pytest.param(["adaptive", "sample", "--language", "preset:2gram", "-L", "4", "--seed", "-1"], "argument --seed",
+                 id="adaptive-sample-seed"),
+])
+def test_empty_lists_and_negative_seeds_are_refused_naming_the_flag(worker, tmp_path, argv, flag):
+    """An empty --policies or --kinds used to run nothing and exit 0; a negative --seed was accepted."""
+    result, res = run(worker, tmp_path, *argv)
+    assert result == ERROR, (result, res)
+    assert flag in res["err"] and res["seconds"] < AT_ONCE
+    assert not (tmp_path / "f").exists()  # refused before anything is written
+
+
+# ----------------------------------------------------------------------------- special files as inputs
+@pytest.mark.parametrize("role", ["--language", "--sequences"])
+@pytest.mark.parametrize("kind, message", [("fifo", "is a FIFO, not"), ("/dev/zero", "is a character device, not"),
+                                           ("folder", "is a folder, not")])
+def test_fifos_devices_and_folders_are_refused_as_input_files(worker, tmp_path, role, kind, message):
+    """A FIFO given as an input file used to block forever: its kind is read from its status, it is never opened."""
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "folder").mkdir()
+    save_path = tmp_path / "l.json"
+    from mdmt.constructions.languages import save_language
+
+    save_language(random_ngram(2, 3, 1.0, 0.0, seed=0), save_path)
+    (tmp_path / "s.txt").write_text("0 1 2\n")
+    files = {"--language": "l.json", "--sequences": "s.txt", role: kind}
+    result, res = run(worker, tmp_path, "score", "--language", files["--language"], "--sequences", files["--sequences"])
+    assert result == ERROR, (result, res)
+    assert f"{kind}{':' if role == '--language' else ''} {message}" in res["err"] and res["seconds"] < AT_ONCE
+    if role == "--sequences":
+        assert res["err"].startswith(f"mdmt score: error: --sequences {kind} ")
+
+
+def test_a_fifo_as_a_data_set_manifest_is_not_opened(tmp_path):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    os.mkfifo(folder / "manifest.json")
+    code = f"from mdmt.empirical.data import read_manifest; print(read_manifest({str(folder)!r}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "None", out.stderr

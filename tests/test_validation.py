@@ -100,3 +100,64 @@ def test_probabilities_must_be_numbers(value, message):
     with pytest.raises(ValueError, match=message):
         probability_array("p", value, 1)
     assert probability_array("p", [np.float32(0.5), np.int64(0), 0.5], 1).tolist() == [0.5, 0.0, 0.5]
+
+
+def _limits():
+    """(dtype, value) at each end of every integer dtype that lies outside a small vocabulary."""
+    for dt in (np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.int32, np.int64):
+        info = np.iinfo(dt)
+        yield dt, int(info.max)
+        if info.min < MASK:
+            yield dt, int(info.min)
+    yield np.uint64, 2**63  # the smallest uint64 that int64 reads as negative
+
+
+@pytest.mark.parametrize("language", ["hmm", "2gram", "3gram"])
+@pytest.mark.parametrize("method", ["score", "in_support", "posterior_marginals"])
+@pytest.mark.parametrize("dtype, token", list(_limits()), ids=lambda v: getattr(v, "__name__", str(v)))
+def test_token_ids_at_the_limits_of_every_integer_dtype_are_refused(language, method, dtype, token):
+    """2**64 - 1 as uint64 used to wrap to the mask (-1): the value of a masked position came back."""
+    from mdmt.constructions.languages import preset
+
+    q = preset(language)
+    X = np.array([[0, token, 1]], dtype=dtype)
+    with pytest.raises(ValueError, match=rf"^sequence 0 position 1: token {token} is outside the vocabulary"):
+        getattr(q, method)(X)
+
+
+@pytest.mark.parametrize("X, token", [([[0, 2**64 - 1]], 2**64 - 1), ([[0, 2**70]], 2**70), ([[0, -2**70]], -2**70),
+                                      (np.array([[0.0, 2.0**64]]), 2**64), (np.array([[0.0, -2.0**63]]), -2**63)])
+def test_python_integers_and_floats_beyond_int64_are_refused(X, token):
+    from mdmt.constructions.languages import preset
+
+    with pytest.raises(ValueError, match=rf"^sequence 0 position 1: token {token} is outside the vocabulary"):
+        preset("2gram").score(X)
+
+
+def test_tokens_of_every_integer_dtype_inside_the_vocabulary_are_read():
+    from mdmt.constructions.languages import preset
+
+    q = preset("2gram")
+    expected = q.score(np.array([[0, MASK, 1]]))
+    for dt in (np.int8, np.int16, np.int32, np.int64):
+        assert q.score(np.array([[0, MASK, 1]], dtype=dt)) == expected
+    expected = q.score(np.array([[0, 2, 1]]))
+    for dt in (np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.float32):
+        assert q.score(np.array([[0, 2, 1]], dtype=dt)) == expected
+
+
+def test_regular_file_refuses_folders_fifos_and_devices_by_kind(tmp_path):
+    """Checked from the file's status, so a FIFO is never opened (opening one blocks until a writer comes)."""
+    import os
+
+    from mdmt.constructions.validation import regular_file
+
+    fifo, f = tmp_path / "fifo", tmp_path / "f.txt"
+    os.mkfifo(fifo)
+    f.write_text("0 1\n")
+    assert regular_file(f, "--x f.txt") == f
+    for path, kind in ((fifo, "a FIFO"), (tmp_path, "a folder"), ("/dev/zero", "a character device")):
+        with pytest.raises(ValueError, match=rf"^--x y is {kind}, not a regular file$"):
+            regular_file(path, "--x y")
+    with pytest.raises(FileNotFoundError):
+        regular_file(tmp_path / "missing", "--x missing")

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..outputs import atomic_file
 from ..resources import check_memory, format_bytes
+from ..validation import regular_file
 from .hmm import HMM
 from .ngram import NGram
 
@@ -184,10 +185,29 @@ _JSON_BYTES_PER_BYTE = 6  # a JSON number of ~20 characters becomes a float obje
 
 
 def _check_readable(path: Path) -> None:
-    if path.is_dir():
-        raise ValueError(f"{path}: is a folder, not a language file")
+    """Refuse a missing path, or one that is not a regular file (a folder, FIFO or device), before opening it."""
     if not path.exists():
         raise FileNotFoundError(2, "No such file or directory", str(path))
+    regular_file(path, f"{path}:", "a language file")
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object of a language file that gives the same key twice."""
+
+
+def _unique_keys(pairs: list) -> dict:
+    """The ``object_pairs_hook`` of language files: a dict, refusing a key given twice (JSON keeps the last)."""
+    d = {}
+    for key, value in pairs:
+        if key in d:
+            raise DuplicateKeyError(f"key {key!r} appears more than once in an object")
+        d[key] = value
+    return d
+
+
+def _loads(text: str):
+    """Parse the JSON text of a language file (a key given twice raises :class:`DuplicateKeyError`)."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
 
 
 def _check_npz_sizes(path: Path) -> None:
@@ -216,7 +236,7 @@ def read_document(path) -> dict:
             with np.load(path, allow_pickle=False) as z:
                 d = {}
                 if "meta" in z.files:
-                    d = json.loads(str(z["meta"]))
+                    d = _loads(str(z["meta"]))
                     if not isinstance(d, dict):
                         raise ValueError("its 'meta' entry is not a JSON object")
                 d.update({k: z[k] for k in z.files if k != "meta"})
@@ -230,7 +250,9 @@ def read_document(path) -> dict:
     check_memory(f"reading {path} ({format_bytes(path.stat().st_size)} of JSON)",
                  _JSON_BYTES_PER_BYTE * path.stat().st_size, "is it the right file? (.npz files are more compact)")
     try:
-        return json.loads(path.read_text())
+        return _loads(path.read_text())
+    except DuplicateKeyError as exc:
+        raise ValueError(f"{path}: invalid JSON ({exc})") from None
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not a text (JSON) file ({exc})") from None
     except json.JSONDecodeError as exc:

@@ -18,6 +18,7 @@ The shared names mean the same thing everywhere (``mdmt/commands`` has a test th
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -63,7 +64,18 @@ def add_num(parser, default: int, what: str = "sequences") -> None:
 
 
 def add_seed(parser, default: int = 0, what: str = "") -> None:
-    parser.add_argument("--seed", type=int, default=default, help=f"random seed{what} (default {default})")
+    parser.add_argument("--seed", type=seed_value, default=default, help=f"random seed{what} (default {default})")
+
+
+def seed_value(text: str) -> int:
+    """The ``type`` of every ``--seed``: a non-negative integer (argparse names the flag in its error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
 
 
 def add_json(parser) -> None:
@@ -106,8 +118,16 @@ def int_list(flag: str, text: str, minimum: int = 1) -> list[int]:
 
 
 def names(text: str) -> tuple:
-    """A comma-separated list of names (empty entries dropped)."""
+    """A comma-separated list of names (empty entries dropped); it may be empty."""
     return tuple(v.strip() for v in str(text).split(",") if v.strip())
+
+
+def name_list(flag: str, text: str, what: str = "name") -> tuple:
+    """A non-empty comma-separated list of names; an empty one is refused naming the flag."""
+    vals = names(text)
+    if not vals:
+        raise ValueError(f"{flag} must list at least one {what}, got {text!r}")
+    return vals
 
 
 def at_least(flag: str, value, minimum: int = 1):

@@ -6,7 +6,7 @@ n-gram (docs/adaptive.md).
 """
 
 from ._common import (add_json, add_language, add_length, add_num, add_seed, add_steps, format_table, int_list,
-                      load_language, names, print_json, print_quantities)
+                      load_language, name_list, print_json, print_quantities)
 
 
 def _policy(p, default="confidence"):
@@ -151,7 +151,7 @@ def _ser(args) -> int:
 
     ls = int_list("--interval-lengths", args.interval_lengths, minimum=2)
     Ks = int_list("--intervals", args.intervals)
-    specs = names(args.policies)
+    specs = name_list("--policies", args.policies, "policy")
     target = _check_target(args.target, "an SER")
     Lc = args.curve_length
     bad = [l for l in ls if Lc % l]
@@ -204,7 +204,7 @@ def _ter(args) -> int:
     spec = args.language or "preset:3gram-ter"
     lang = load_language(spec)
     lengths = int_list("--lengths", args.lengths)
-    specs = names(args.policies)
+    specs = name_list("--policies", args.policies, "policy")
     target = _check_target(args.target, "nats per token")
     rows = []
     for L in lengths:

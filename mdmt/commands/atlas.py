@@ -1,6 +1,7 @@
 """``mdmt atlas``: the exact KL of every reverse process beside the published bounds, on one small instance."""
 
-from ._common import add_json, add_language, add_length, add_steps, format_table, load_language, print_json
+from ._common import (add_json, add_language, add_length, add_steps, format_table, load_language, name_list,
+                      print_json)
 
 _SHOW = ("process", "expected_nfe", "kl", "ser", "assignment_kl", "chain_bound", "li_cai", "tc_ratio", "dtc_ratio",
          "pb_lower")
@@ -31,6 +32,7 @@ def _cell(v, mark=None):
 def run(args) -> int:
     from mdmt.bounds.atlas import atlas
 
+    processes = ",".join(name_list("--processes", args.processes, "reverse process"))
     prov = None
     if args.out:
         from mdmt.constructions.outputs import check_output_folder
@@ -39,7 +41,7 @@ def run(args) -> int:
         check_output_folder(args.out)  # before the work
         prov = record()  # the command, commit and machine, taken when the run starts
     lang = load_language(args.language)
-    res = atlas(lang, args.length, args.steps, args.processes)
+    res = atlas(lang, args.length, args.steps, processes)
     res["instance"]["language"] = args.language
     if args.out:
         _write(res, args.out, prov)

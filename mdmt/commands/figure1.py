@@ -15,8 +15,8 @@ training numbers, measured learning error, steps to target, provenance) and figu
 
 from __future__ import annotations
 
-from ._common import (add_json, add_length, add_model, add_schedule, add_seed, add_steps, at_least, int_list, names,
-                      print_json)
+from ._common import (add_json, add_length, add_model, add_schedule, add_seed, add_steps, at_least, int_list, name_list,
+                      names, print_json)
 
 
 def add_arguments(p):
@@ -62,9 +62,12 @@ def run(args) -> int:
     from mdmt.empirical.experiments import Figure1, Figure1Config, markdown_tables
     from mdmt.provenance import describe, record
 
+    if not names(args.ter_languages) and not names(args.ser_languages):
+        raise ValueError("--ter-languages and --ser-languages are both empty: give at least one language")
     cfg = Figure1Config(model=args.model, ter_languages=names(args.ter_languages), ser_languages=names(args.ser_languages),
                         steps=tuple(int_list("--steps", args.steps)), lengths=tuple(int_list("--lengths", args.lengths)),
-                        kinds=names(args.kinds), length=args.length, train_steps=args.train_steps, batch=args.batch,
+                        kinds=name_list("--kinds", args.kinds, "curve kind"), length=args.length,
+                        train_steps=args.train_steps, batch=args.batch,
                         lr=args.lr, estimator=args.estimator, num=args.num, learning_error_num=args.learning_error_num,
                         seed=args.seed, schedule=args.schedule)
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print

@@ -1,6 +1,6 @@
 """``mdmt language``: write a language to a file -- one named by a SPEC, or a random one drawn by Algorithms 1-2."""
 
-from ._common import add_force, add_json, format_table, print_json
+from ._common import add_force, add_json, format_table, print_json, seed_value
 
 
 def add_arguments(p):
@@ -13,7 +13,8 @@ def add_arguments(p):
     p.add_argument("--temperature", type=float, default=2.0, help="temperature, higher = more random (custom; default 2)")
     p.add_argument("--threshold", type=float, default=0.0,
                    help="entries below it are pruned and the row renormalised (custom; default 0)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of a custom language, or of the --list table (default 0)")
+    p.add_argument("--seed", type=seed_value, default=0,
+                   help="random seed of a custom language, or of the --list table (default 0)")
     p.add_argument("--out", help="output file (.json, or .npz)")
     p.add_argument("--list", action="store_true", help="list the presets with their parameters and pruned fractions")
     add_force(p)

@@ -31,10 +31,9 @@ def _bad_token(path, lineno: int, toks: list[str], n_symbols: int) -> str:
 def read_sequences(path, n_symbols: int) -> list[np.ndarray]:
     """Parse the sequence file; errors name the line and the token."""
     from mdmt.constructions.resources import check_memory
+    from mdmt.constructions.validation import regular_file
 
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"--sequences {path} is a folder, not a file")
+    path = regular_file(path, f"--sequences {path}")
     check_memory(f"reading {path}", _BYTES_PER_CHAR * path.stat().st_size, "score the sequences in smaller files")
     try:
         text = path.read_text()

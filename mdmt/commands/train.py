@@ -18,7 +18,7 @@ training with an error and keeps the last good checkpoint.
 
 from __future__ import annotations
 
-from ._common import add_json, add_model, at_least, clean, format_table, learning_error_line, print_json
+from ._common import add_json, add_model, at_least, clean, format_table, learning_error_line, print_json, seed_value
 
 
 def add_arguments(p):
@@ -57,7 +57,8 @@ def add_arguments(p):
     p.add_argument("--estimator", choices=("count", "time", "harmonic"), default=None,
                    help="NELBO estimator of the MDM: count (m masked positions, m uniform, weight L/m), time "
                         "(MDLM's t ~ U(0,1), weight 1/t) or harmonic (P(m) ~ 1/m, weight H_L) (default: the recipe's)")
-    p.add_argument("--seed", type=int, default=None, help="random seed of initialization, data and noise (default 0)")
+    p.add_argument("--seed", type=seed_value, default=None,
+                   help="random seed of initialization, data and noise (default 0)")
     p.add_argument("--ckpt-every", type=int, default=None, metavar="K",
                    help="write the checkpoint every K steps (default: every train-steps/20)")
     p.add_argument("--val-size", type=int, default=None, help="validation sequences (default 256)")
