@@ -147,3 +147,42 @@ def test_adaptive_commands(tmp_path, capsys):
     assert "not a multiple of the interval length 3" in capsys.readouterr().err
     assert main(["adaptive", "exact", "--language", "preset:2gram", "-L", "3", "--policy", "uniform"]) == 2
     assert "needs the number of steps" in capsys.readouterr().err
+
+
+def test_random_sizes_bound_values_by_hand():
+    """tc law: 2 TC H_{L-1} / (N - 1 + H_{L-1}); dtc law: DTC H_{L-1} / (N - 1 - H_{L-1}) (docs/atlas.md).
+
+    L = 4: H_3 = 1 + 1/2 + 1/3 = 11/6.  tc, N = 3, TC = 3/2: 2 (3/2)(11/6) / (2 + 11/6) = (11/2) / (23/6) = 33/23.
+    dtc, N = 5, DTC = 2: 2 (11/6) / (4 - 11/6) = (11/3) / (13/6) = 22/13.  L = 3: H_2 = 3/2; tc, N = 2, TC = 1:
+    2 (3/2) / (1 + 3/2) = 6/5; dtc, N = 2: N - 1 = 1 <= 3/2, no bound.  L = 1: H_0 = 0, the tc bound is 0.
+    """
+    assert random_sizes_bound(4, 3, "tc", 1.5, 99.0) == pytest.approx(33 / 23, rel=1e-14)
+    assert random_sizes_bound(4, 5, "dtc", 99.0, 2.0) == pytest.approx(22 / 13, rel=1e-14)
+    assert random_sizes_bound(3, 2, "tc", 1.0, 99.0) == pytest.approx(6 / 5, rel=1e-14)
+    assert random_sizes_bound(3, 2, "dtc", 99.0, 1.0) is None
+    assert random_sizes_bound(1, 3, "tc", 0.0, 0.0) == 0.0
+    assert random_sizes_bound(4, 3, "uniform", 1.5, 2.0) is None
+    # in the atlas, on a binary copy chain of length 4 (X_1 a fair bit, copied): TC = 4 log 2 - log 2 = 3 log 2,
+    # DTC = H(X) - sum_i H(X_i | X_-i) = log 2; the oracle has no learning term
+    copy = NGram(2, [0.5, 0.5], np.eye(2))
+    res = atlas(copy, 4, 3, "random:tc,random:dtc")
+    assert res["instance"]["total_correlation"] == pytest.approx(3 * math.log(2), rel=1e-12)
+    tc_row, dtc_row = res["rows"]
+    assert tc_row["random_sizes_bound"] == pytest.approx(66 / 23 * math.log(2), rel=1e-12)  # 2 (3 log 2)(11/6)/(23/6)
+    # N - 1 = 2 > H_3 = 11/6: log 2 (11/6) / (2 - 11/6) = 11 log 2
+    assert dtc_row["random_sizes_bound"] == pytest.approx(11 * math.log(2), rel=1e-12)
+
+
+@pytest.mark.parametrize("L, N, s_max, factor", [(3, 1, 3, 3), (5, 1, 5, 7), (6, 1, 6, 7), (5, 2, 3, 3), (7, 1, 7, 7)])
+def test_li_cai_constant_rounds_up_to_a_power_of_two(L, N, s_max, factor):
+    """li_cai = (2^ceil(log2 s_max) - 1)/L sum_i I(X_i; X_-i) (+ learning, 0 for the oracle), at largest step sizes
+    that are not powers of two.  On a binary copy chain (X_1 a fair bit, copied) each token determines the others,
+    so I(X_i; X_-i) = H(X_i) = log 2 and sum_i I = L log 2: li_cai = (2^ceil(log2 s_max) - 1) log 2.  By hand:
+    s_max = 3 -> 2^2 - 1 = 3; 5, 6, 7 -> 2^3 - 1 = 7.  Balanced sizes: L = 5 over N = 2 steps are 3 + 2."""
+    copy = NGram(2, [0.5, 0.5], np.eye(2))
+    res = atlas(copy, L, N, "uniform")
+    assert res["instance"]["sum_mutual_information"] == pytest.approx(L * math.log(2), rel=1e-12)
+    row = res["rows"][0]
+    assert row["li_cai"] == pytest.approx(factor * math.log(2), rel=1e-12), (L, N, s_max)
+    # the oracle's exact KL: one step of size s on the copy chain costs TC of s copies, (s - 1) log 2, at most
+    assert row["kl"] <= (s_max - 1) * math.log(2) + 1e-12 and row["li_cai_holds"]

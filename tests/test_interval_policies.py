@@ -48,13 +48,25 @@ def test_first_step_success_equals_enumeration():
     assert first_step_ser_lower_bound(5, 5000, 1250) > 0.999
 
 
+# The two fixed orders at L = 6, written out from their definitions (0-based position i): stride at step
+# i mod N + 1, blocks at step floor(i N / 6) + 1.
+LITERAL_ORDERS = {
+    ("stride", 1): [1, 1, 1, 1, 1, 1], ("blocks", 1): [1, 1, 1, 1, 1, 1],
+    ("stride", 2): [1, 2, 1, 2, 1, 2], ("blocks", 2): [1, 1, 1, 2, 2, 2],
+    ("stride", 3): [1, 2, 3, 1, 2, 3], ("blocks", 3): [1, 1, 2, 2, 3, 3],
+    ("stride", 4): [1, 2, 3, 4, 1, 2], ("blocks", 4): [1, 1, 2, 3, 3, 4],
+}
+
+
 @pytest.mark.parametrize("N", [1, 2, 3, 4])
 def test_fixed_orders_closed_form_equals_exact_law(N):
+    """The exact SER of each order equals 1 - 2^(-same-step pairs) of the order written out by hand."""
     L = 6
     for kind in ("stride", "blocks"):
         pol = FixedOrder(kind, N)
         ser = exact_policy_law(H3, L, pol).result.ser
-        assert ser == pytest.approx(fixed_order_ser(3, pol.order(L)), abs=1e-12)
+        assert ser == pytest.approx(fixed_order_ser(3, LITERAL_ORDERS[kind, N]), abs=1e-12)
+        assert pol.order(L).tolist() == LITERAL_ORDERS[kind, N]
     assert same_step_pairs(3, fixed_order("stride", L, N)) == stride_pairs(3, L, N)
 
 

@@ -12,8 +12,9 @@ from mdmt.constructions.languages import random_hmm, random_ngram
 from mdmt.constructions.reverse.chain import chain_quantities
 from mdmt.constructions.reverse.denoisers import TemperedOracle
 from mdmt.constructions.reverse.exact import exact_output_law
-from mdmt.constructions.reverse.policies import (IID, Balanced, EntropySum, FixedOrder, RandomSizes, Sizes, Threshold,
-                                                  TopK, balanced_sizes, cut_weights, parse_policy, policy_list)
+from mdmt.constructions.reverse.policies import (IID, MARGIN, Balanced, EntropySum, FixedOrder, RandomSizes, Sizes,
+                                                  Threshold, TopK, balanced_sizes, cut_weights, fixed_order,
+                                                  parse_policy, policy_list, score_table, step_cut)
 from mdmt.constructions.reverse.policy_exact import exact_policy_law, teacher_forced
 from mdmt.constructions.reverse.policy_sampler import sample_policy, teacher_forced_estimate
 from mdmt.constructions.reverse.schedules import reveal_probabilities, reveal_rates
@@ -40,11 +41,22 @@ def _oracle_from_joint(X, q):
     return denoise
 
 
+# The fixed orders of the brute-force checks, written out from their definitions (0-based position i, N steps):
+# stride reveals i at step i mod N + 1, blocks at step floor(i N / L) + 1.
+LITERAL_ORDERS = {
+    ("stride", 3, 2): [1, 2, 1],
+    ("stride", 4, 2): [1, 2, 1, 2],
+    ("blocks", 3, 2): [1, 1, 2],  # floor(0), floor(2/3), floor(4/3)
+    ("blocks", 4, 2): [1, 1, 2, 2],  # floor(0), floor(1/2), floor(1), floor(3/2)
+}
+
+
 def _rule_of(pol, L):
     if isinstance(pol, IID):
         return reference_rule("rate", rates=list(reveal_rates(pol.pi))), len(pol.pi)
     if isinstance(pol, FixedOrder):
-        return reference_rule("fixed", order=list(pol.order(L))), int(pol.order(L).max())
+        order = LITERAL_ORDERS[pol.kind, L, pol.N]
+        return reference_rule("fixed", order=order), max(order)
     if isinstance(pol, TopK):
         return reference_rule("topk", score=pol.score, sizes=list(pol.sizes_for(L))), pol.N
     if isinstance(pol, Sizes):
@@ -223,3 +235,45 @@ def test_specs_and_bad_input():
         Sizes([2, 0])
     with pytest.raises(ValueError, match="denoiser returned shape"):
         sample_policy(NGRAM, 4, Balanced(2), 3, denoiser=lambda X: np.ones((len(X), 4, 3)) / 3)
+
+
+def test_fixed_orders_are_the_literal_vectors():
+    """stride: position i (0-based) at step i mod N + 1, counted from the left end; blocks: step floor(i N / L) + 1,
+    N contiguous blocks left to right.  Each vector is written out by hand from those formulas."""
+    cases = {
+        ("stride", 4, 3): [1, 2, 3, 1],
+        ("stride", 5, 3): [1, 2, 3, 1, 2],
+        ("stride", 6, 4): [1, 2, 3, 4, 1, 2],
+        ("stride", 2, 5): [1, 2],
+        ("blocks", 4, 3): [1, 1, 2, 3],  # 0, 3/4, 6/4, 9/4
+        ("blocks", 5, 2): [1, 1, 1, 2, 2],  # 0, 2/5, 4/5, 6/5, 8/5
+        ("blocks", 7, 3): [1, 1, 1, 2, 2, 3, 3],  # 0, 3/7, 6/7, 9/7, 12/7, 15/7, 18/7
+        ("blocks", 6, 4): [1, 1, 2, 3, 3, 4],  # 0, 4/6, 8/6, 12/6, 16/6, 20/6
+    }
+    for (kind, L, N), want in cases.items():
+        assert fixed_order(kind, L, N).tolist() == want, (kind, L, N)
+        assert FixedOrder(kind, N).order(L).tolist() == want, (kind, L, N)
+        assert parse_policy(kind, N).order(L).tolist() == want, (kind, L, N)
+
+
+def test_margin_score_is_top_one_minus_top_two():
+    """The margin of a marginal is its largest probability minus its second largest (not minus its smallest);
+    the expected values are read off each row by hand."""
+    P = np.array([[0.6, 0.4, 0.0, 0.0],  # 0.6 - 0.4
+                  [0.5, 0.25, 0.25, 0.0],  # 0.5 - 0.25 (a tie for second place)
+                  [0.1, 0.2, 0.3, 0.4],  # 0.4 - 0.3
+                  [0.25, 0.25, 0.25, 0.25],  # 0
+                  [0.05, 0.7, 0.15, 0.1]])  # 0.7 - 0.15
+    np.testing.assert_allclose(score_table(P, MARGIN), [0.2, 0.25, 0.1, 0.0, 0.55], atol=1e-15)
+    # three tokens, a batch of contexts: the score acts on the last axis only
+    Q = np.array([[[0.5, 0.3, 0.2], [0.2, 0.2, 0.6]], [[1 / 3, 1 / 3, 1 / 3], [0.0, 0.9, 0.1]]])
+    np.testing.assert_allclose(score_table(Q, MARGIN), [[0.2, 0.4], [0.0, 0.8]], atol=1e-15)
+    # the position a one-token step reveals: the largest margin is row 1 (0.25), not row 0 (whose top-1 minus the
+    # smallest probability, 0.6, would be largest)
+    scores = score_table(P[:4], MARGIN)
+    pos = np.arange(4, dtype=np.int64)
+    sure, tied = np.zeros(4, dtype=np.int64), np.zeros(4, dtype=np.int64)
+    for c, want in ((1, [1]), (2, [0, 1])):  # two tokens: rows 1 and 0 (margins 0.25 and 0.2) ahead of rows 2 and 3
+        ns, nt, r = step_cut(False, scores, pos, 4, c, sure, tied)
+        assert r == nt, c  # no tie to break at random: every tied position is revealed
+        assert sorted(sure[:ns].tolist() + tied[:nt].tolist()) == want, c

@@ -139,19 +139,52 @@ def test_evaluated_constants_by_hand():
     assert S.mismatch_probability(0.25) == pytest.approx(math.exp(-0.5) / 2, rel=1e-15)
 
 
+def test_theorem_44_bound_at_a_positive_error_and_longer_intervals():
+    """SER >= 1 - (1 - p_e(eps) (1 - P_distinct(l; pi)))^(L/l) with p_e(eps) = e^(-2 eps)/2 (docs/theorems.md),
+    evaluated by hand at l >= 3 and eps > 0, where a learning error rescaled by l or l - 1 changes the value.
+
+    l = 3, L = 6, pi = (1/3, 1/3, 1/3): P_distinct = 3!/27 = 2/9, L/l = 2, eps = 1/4: 1 - (1 - e^(-1/2)/2 * 7/9)^2.
+    l = 4, L = 8, pi = (1/4,) * 4: P_distinct = 4!/256 = 3/32, L/l = 2, eps = 1/10: 1 - (1 - e^(-1/5)/2 * 29/32)^2.
+    l = 3, L = 9, pi = (1/2, 1/2): P_distinct = 0 (three positions, two steps), L/l = 3, eps = 1/2: 1 - (1 - e^(-1)/2)^3.
+    """
+    from mdmt.bounds.interval_bounds import ser_lower_bound
+
+    cases = [(3, 6, np.full(3, 1 / 3), 0.25, 2 / 9, 1 - (1 - math.exp(-0.5) / 2 * 7 / 9) ** 2),
+             (4, 8, np.full(4, 1 / 4), 0.1, 3 / 32, 1 - (1 - math.exp(-0.2) / 2 * 29 / 32) ** 2),
+             (3, 9, np.array([0.5, 0.5]), 0.5, 0.0, 1 - (1 - math.exp(-1.0) / 2) ** 3)]
+    for l, L, pi, eps, P, want in cases:
+        assert ser_lower_bound(l, L, pi, eps) == pytest.approx(want, rel=1e-12), (l, L, eps)
+        assert S.THEOREM_44_BOUND.evaluate(epsilon_learning=eps, P_distinct_l=P, L=L, l=l) == pytest.approx(
+            want, rel=1e-12, abs=1e-15), (l, L, eps)
+
+
 def test_the_library_evaluates_the_statements(monkeypatch):
-    """One source of truth: chain_bound, mismatch_probability and ser_lower_bound go through the statements."""
+    """One source of truth: chain_bound, mismatch_probability and ser_lower_bound go through the statements, and
+    with the arguments their definitions call for.
+
+    The expected arguments, by hand: a bigram (n = 2) of length L = 2 revealed over two steps of probability 1/2 has
+    one dependency exactly when both tokens share a step, so E[sum_j D_j] = 1/2^2 + 1/2^2 = 1/2; three positions of
+    one interval (l = 3) land on distinct steps of pi = (1/3, 1/3, 1/3) with probability 3!/3^3 = 2/9; the learning
+    error reaches each statement unchanged (no rescaling by l or l - 1)."""
     from mdmt.bounds.dependencies import chain_bound
     from mdmt.bounds.interval_bounds import mismatch_probability, ser_lower_bound
 
     calls = []
     for st in (S.CHAIN_BOUND, S.MISMATCH, S.THEOREM_44_BOUND):
         real = st.evaluate
-        monkeypatch.setattr(st, "evaluate", lambda real=real, key=st.key, **kw: calls.append(key) or real(**kw))
-    chain_bound(2, 10, np.array([0.5, 0.5]), 3)
+        monkeypatch.setattr(st, "evaluate",
+                            lambda real=real, key=st.key, **kw: calls.append((key, kw)) or real(**kw))
+    chain_bound(2, 2, np.array([0.5, 0.5]), 3, 0.05)
     mismatch_probability(0.1)
-    ser_lower_bound(2, 4, np.array([0.5, 0.5]), 0.1)
-    assert calls == ["B9", "pe", "T44"]
+    ser_lower_bound(3, 6, np.full(3, 1 / 3), 0.2)
+    assert [key for key, _ in calls] == ["B9", "pe", "T44"]
+    expected = [{"epsilon_learning": 0.05, "V": 3, "E_D": 0.5, "L": 2},
+                {"epsilon_learning": 0.1},
+                {"epsilon_learning": 0.2, "P_distinct_l": 2 / 9, "L": 6, "l": 3}]
+    for (key, got), want in zip(calls, expected):
+        assert set(got) == set(want), key
+        for name, value in want.items():
+            assert float(got[name]) == pytest.approx(value, rel=1e-12), (key, name)
     # the bounds are built from p_e's expression: with p_e as a symbol they are the forms of the docs
     pe = sp.Symbol("p_e", positive=True)
     to_pe = {sp.exp(-2 * S.eps_l): 2 * pe}
