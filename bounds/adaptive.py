@@ -12,6 +12,10 @@ SER on the interval HMM (Theorem 4.4, Example C.7), oracle denoiser, per policy:
 ``ser_point`` evaluates one (l, L, policy, N); ``min_steps_ser`` finds the smallest N whose SER
 is at most a target (bisection on N: exact for the closed forms; for Monte Carlo points the
 decision uses the point estimate, and the interval at the answer is reported).
+``ser_point_cost``, ``ser_curve_cost`` and ``min_steps_ser_cost`` estimate the operations and the
+peak memory of each before it runs (for the resource guard,
+:mod:`mdmt.constructions.resources`): a Monte Carlo point keeps (num, L) arrays and does O(num L)
+work per step; an i.i.d. point builds its N-step schedule.
 
 TER on an n-gram (Theorem 4.2): the Monte Carlo upper bound E[log q(x) - log p_traj(x)]/L on the
 per-token KL (:func:`~mdmt.constructions.reverse.policy_sampler.teacher_forced_estimate`, x ~ q,
@@ -23,7 +27,7 @@ mean NFE over their parameter grids.
 from __future__ import annotations
 
 from mdmt.constructions.confidence import mean_interval
-from mdmt.constructions.reverse.interval_closed_forms import oracle_ser
+from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, oracle_ser_linear
 from mdmt.constructions.reverse.interval_policies import fixed_order_ser, pattern_run
 from mdmt.constructions.reverse.policies import IID, EntropySum, FixedOrder, Threshold, parse_policy
 from mdmt.constructions.reverse.policy_sampler import teacher_forced_estimate
@@ -46,6 +50,59 @@ def needs_steps(spec: str) -> bool:
 def max_steps(spec: str, L: int) -> int:
     """The largest N a policy accepts at length L (fixed sizes reveal at least one position per step)."""
     return 1 << 40 if spec.startswith("iid") else L
+
+
+MC_OPS_PER_ENTRY = 16  # array operations per (sequence, position) in one step of a Monte Carlo reveal trajectory
+MC_BYTES_PER_ENTRY = 64  # bytes per (sequence, position) of its working arrays (keys, scores, masks, steps)
+IID_BYTES_PER_STEP = 64  # bytes per step of an i.i.d. schedule and the tables computed from it
+
+
+def _kind(spec: str) -> str:
+    """``iid``, ``fixed`` (a closed form over a fixed order) or ``monte carlo``: how ``ser_point`` evaluates a policy."""
+    pol = parse_policy(spec, 1 if needs_steps(spec) else None)
+    return "iid" if isinstance(pol, IID) else "fixed" if isinstance(pol, FixedOrder) else "monte carlo"
+
+
+def ser_point_cost(l: int, L: int, spec: str, N: int | None, num: int, kind: str | None = None) -> tuple[int, int]:
+    """(operations, peak bytes) of :func:`ser_point` at (l, L, policy, N); N None: the policy runs until done."""
+    kind = kind or _kind(spec)
+    if kind == "iid":
+        return 8 * N * l + L, IID_BYTES_PER_STEP * N
+    if kind == "fixed":
+        return 8 * L * l, 32 * L
+    steps = N if N is not None else L  # threshold / entropy-sum: at most L steps
+    return MC_OPS_PER_ENTRY * num * L * steps, MC_BYTES_PER_ENTRY * num * L
+
+
+def ser_curve_cost(l: int, L: int, specs, steps, num: int) -> tuple[int, int]:
+    """(operations, peak bytes) of :func:`ser_curve`: the sum of its points' work, the largest point's memory."""
+    ops = peak = 0
+    for spec in specs:
+        kind = _kind(spec)
+        grid = [None] if not needs_steps(spec) else [N for N in steps if N <= max_steps(spec, L)]
+        for N in grid:
+            o, m = ser_point_cost(l, L, spec, N, num, kind)
+            ops, peak = ops + o, max(peak, m)
+    return ops, peak
+
+
+def _iid_steps_needed(l: int, L: int, target: float, cap: int) -> int:
+    """The N where the doubling of :func:`min_steps_ser` stops for i.i.d. steps (estimated with the linear schedule)."""
+    N = 1
+    while N < cap and oracle_ser_linear(l, L, N) > target:
+        N = min(2 * N, cap)
+    return N
+
+
+def min_steps_ser_cost(l: int, L: int, spec: str, target: float, num: int) -> tuple[int, int]:
+    """(operations, peak bytes) of :func:`min_steps_ser`: doubling then bisection, each point bounded by its cost."""
+    kind = _kind(spec)
+    if not needs_steps(spec):
+        return ser_point_cost(l, L, spec, None, num, kind)
+    cap = max_steps(spec, L)
+    top = _iid_steps_needed(l, L, target, cap) if kind == "iid" else cap
+    o, m = ser_point_cost(l, L, spec, top, num, kind)  # work grows with N: the doubling costs at most 2 points at top,
+    return (top.bit_length() + 3) * o, m  # the bisection one per halving
 
 
 def ser_point(l: int, L: int, spec: str, N: int | None = None, num: int = 2000, seed=0) -> dict:

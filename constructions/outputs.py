@@ -3,7 +3,11 @@
 * :func:`atomic_file` writes to a temporary file in the destination folder, flushes it to disk
   and renames it over the destination (``os.replace``, atomic on POSIX and Windows), so a full
   disk, a read-only folder, a kill or a crash leaves either the old file or the new one, never
-  a truncated one; the temporary file is removed on every error.
+  a truncated one; the temporary file is removed on every error, and on SIGTERM or SIGHUP (which
+  raise :class:`Terminated` while it exists).  Its name says that mdmt wrote it, on which machine
+  and from which process (``.NAME.mdmt-HOST-PID.XXXXXXXX.tmp``), so that the first write into a
+  folder removes the temporaries a killed run left there (SIGKILL, a power cut) --
+  :func:`remove_stale_temporaries`: only files of that form whose process is gone.
 * :func:`check_output_file` and :func:`check_output_folder` are the checks a command makes on
   its ``--out`` *before* computing anything: the destination's folder exists, a file is not a
   folder and a folder is not a file, and an existing output is replaced only if mdmt wrote it
@@ -19,14 +23,33 @@ commands) can use it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
+import signal
+import socket
 import tempfile
+import threading
 from pathlib import Path
 from typing import Callable
 
 
 class OutputError(ValueError):
     """An output that cannot or must not be written (one-line message naming the path)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived while :func:`atomic_file` was writing; its temporary file was removed."""
+
+    def __init__(self, signum: int):
+        self.signum = int(signum)
+        super().__init__(f"stopped by {signal.Signals(self.signum).name}")
+
+
+#: Signals that end a process without running its clean-up code unless a handler is installed.
+_ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+_TEMPORARY = re.compile(r"^\.(?P<name>.+)\.mdmt-(?P<host>[0-9a-f]{8})-(?P<pid>[0-9]+)\.[A-Za-z0-9_]+\.tmp$")
+_cleaned: set = set()  # folders whose stale temporaries this process has removed
 
 
 def describe_oserror(exc: OSError) -> str:
@@ -105,20 +128,113 @@ def _safe(same: Callable[[Path], bool], path: Path) -> bool:
         return False
 
 
+def _host_tag() -> str:
+    """Eight hex digits naming this machine (a hash of its host name) in temporary file names."""
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def temporary_prefix(path) -> str:
+    """The start of the names of :func:`atomic_file`'s temporaries for ``path`` in this process."""
+    return f".{Path(path).name}.mdmt-{_host_tag()}-{os.getpid()}."
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this machine (one we may not signal counts as alive)."""
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
+
+
+def remove_stale_temporaries(folder) -> list[Path]:
+    """Remove the temporaries of :func:`atomic_file` in ``folder`` whose writing process has ended.
+
+    Only regular files named ``.NAME.mdmt-HOST-PID.XXXXXXXX.tmp`` with this machine's HOST tag, owned
+    by this user, and whose PID is no longer running are removed: nothing mdmt did not create, and
+    never the temporary of a run still writing.  Returns the paths removed.
+    """
+    folder = Path(folder) if str(folder) else Path(".")
+    removed, host = [], _host_tag()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _TEMPORARY.match(entry.name)
+        if m is None or m["host"] != host or int(m["pid"]) == os.getpid() or _process_alive(int(m["pid"])):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not entry.is_file(follow_symlinks=False) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+                continue
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
+
+
+def _clean_once(folder: Path) -> None:
+    """:func:`remove_stale_temporaries` for the first write of this process into ``folder``."""
+    key = os.path.abspath(folder)
+    if key not in _cleaned:
+        _cleaned.add(key)
+        remove_stale_temporaries(folder)
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def _signals_raise():
+    """While the block runs, SIGTERM and SIGHUP raise :class:`Terminated` (so ``finally`` clean-up runs).
+
+    Only signals left at their default action are taken over, only in the main thread, and the
+    previous handlers are restored afterwards.
+    """
+    taken = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in _ENDING_SIGNALS:
+            with contextlib.suppress(ValueError, OSError):
+                if signal.getsignal(sig) == signal.SIG_DFL:
+                    taken[sig] = signal.signal(sig, _raise_terminated)
+    try:
+        yield
+    finally:
+        for sig, old in taken.items():
+            with contextlib.suppress(ValueError, OSError):
+                signal.signal(sig, old)
+
+
 @contextlib.contextmanager
 def atomic_file(path, mode: str = "w", encoding: str | None = "utf-8"):
     """Open a temporary file beside ``path`` for writing; on success it replaces ``path`` atomically.
 
-    On any exception the temporary file is removed and ``path`` is left as it was; an
-    ``OSError`` is re-raised as :class:`OutputError` naming ``path``.
+    On any exception -- a SIGTERM or SIGHUP included (:class:`Terminated`) -- the temporary file is
+    removed and ``path`` is left as it was; an ``OSError`` is re-raised as :class:`OutputError`
+    naming ``path``.  The first write of a process into a folder removes the stale temporaries of
+    killed runs there (:func:`remove_stale_temporaries`).
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_file writes with mode 'w' or 'wb', got {mode!r}")
     path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    _clean_once(folder)
+    with _signals_raise():
+        yield from _write_via_temporary(path, folder, mode, encoding)
+
+
+def _write_via_temporary(path: Path, folder: Path, mode: str, encoding: str | None):
+    """The body of :func:`atomic_file`: yields the temporary's file object, then renames it over ``path``."""
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.",
-                                   suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=temporary_prefix(path), suffix=".tmp")
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": encoding})) as fh:
             yield fh
             fh.flush()

@@ -55,6 +55,19 @@ from ._torch import F, torch
 from .model import Transformer, ar_input, ar_loss, autocast, subs_log_probs
 
 
+def check_finite_weights(model: torch.nn.Module) -> None:
+    """Refuse (ValueError) a network with a NaN or infinite parameter or buffer, naming the first one."""
+    for kind, named in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
+        for name, t in named:
+            if t.is_floating_point() or t.is_complex():
+                bad = ~torch.isfinite(t.detach())
+                if bool(bad.any()):
+                    count, what = int(bad.sum()), "NaN" if bool(torch.isnan(t.detach()).any()) else "inf"
+                    raise ValueError(f"the model's {kind} {name!r} holds {count} non-finite value(s) ({what} among "
+                                     f"{t.numel()}); its probabilities would be NaN: retrain it or load another "
+                                     "checkpoint")
+
+
 class MDMDenoiser:
     """A trained MDM as a denoiser: ``X`` int (B, L) with MASK -> probabilities (B, L, V) (SUBS).
 
@@ -68,6 +81,7 @@ class MDMDenoiser:
     def __init__(self, model: Transformer, batch: int = 256):
         if model.cfg.causal:
             raise ValueError("MDMDenoiser needs a bidirectional MDM, got a causal (AR) model")
+        check_finite_weights(model)
         self.model = model.eval()
         self.batch = positive_int("batch", batch)
         self.vocab_size = model.cfg.vocab_size
@@ -88,7 +102,11 @@ class MDMDenoiser:
         with autocast(self.device):
             for s in range(0, X.shape[0], self.batch):
                 out.append(subs_log_probs(self.model, X[s:s + self.batch]).float().exp()[:, :L])  # (b, L, V)
-        return torch.cat(out)
+        P = torch.cat(out)
+        if not bool(torch.isfinite(P).all()):
+            check_finite_weights(self.model)  # weights changed since construction: name the parameter
+            raise ValueError("the MDM's probabilities are not finite (NaN or inf) although its weights are")
+        return P
 
     def __call__(self, X) -> np.ndarray:
         X = np.asarray(X, dtype=np.int64)

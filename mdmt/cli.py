@@ -82,9 +82,10 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # output piped into e.g. `head`
         sys.stderr.close()
         return 0
-    except KeyboardInterrupt:
-        print(f"mdmt {args._name}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C: 130; SIGTERM/SIGHUP during a write (outputs.Terminated): 128 + signal
+        signum = getattr(exc, "signum", None)
+        print(f"mdmt {args._name}: interrupted{f': {exc}' if signum else ''}", file=sys.stderr)
+        return 128 + signum if signum else 130
     except (ValueError, OSError, OverflowError, MemoryError, RecursionError, ModuleNotFoundError) as exc:
         if os.environ.get("MDMT_DEBUG") == "1" or (isinstance(exc, ModuleNotFoundError) and not is_torch_missing(exc)):
             raise

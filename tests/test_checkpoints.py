@@ -182,3 +182,46 @@ def test_a_signal_writes_the_checkpoint_of_the_last_step(tmp_path, sig):
     assert proc.returncode == 130 and "checkpoint" in err and "written" in err, err
     step = load_checkpoint(out / "ckpt.pt")["step"]
     assert 20 <= step < 3000
+
+
+def test_a_resume_that_disagrees_with_the_checkpoint_is_refused_naming_both_values(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--language", "preset:2gram-ter", "-L", "8", "--train-steps", "2", "--batch", "4",
+                 "--val-size", "4", "--out", str(out), "--no-progress", "--json"]) == 0
+    capsys.readouterr()
+    before = (out / "ckpt.pt").read_bytes()
+    resume = ["train", "--resume", "--out", str(out), "--no-progress"]
+    for extra, words in ((["--length", "16"], ("--length 16", "L = 8")),
+                         (["--language", "preset:2gram-ter", "--length", "16"], ("--length 16", "L = 8")),
+                         (["--model", "paper"], ("--model paper", "d_model 512", "--model tiny", "d_model 64")),
+                         (["--ar"], ("--ar", "AR", "MDM")),
+                         (["--language", "preset:2gram-ter:3"], ("preset:2gram-ter:3", "preset:2gram-ter:0"))):
+        assert main(resume + extra) == 2, extra
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("mdmt train: error: "), err
+        assert all(w in err[0] for w in words), (extra, err[0])
+    assert (out / "ckpt.pt").read_bytes() == before  # nothing was trained or written
+    assert main(resume + ["--model", "tiny", "--length", "8", "--json"]) == 0  # the same settings resume
+    capsys.readouterr()
+
+
+def test_mdm_denoiser_refuses_non_finite_weights_naming_the_parameter():
+    from mdmt.empirical.model import Transformer
+    from mdmt.empirical.sampling import MDMDenoiser
+
+    model = Transformer(_cfg(3))
+    x = np.full((1, 8), -1)
+    assert np.isfinite(MDMDenoiser(model)(x)).all()
+    name, param = next(iter(model.named_parameters()))
+    for bad in (float("nan"), float("inf")):
+        with torch.no_grad():
+            param.view(-1)[0] = bad
+        with pytest.raises(ValueError, match=rf"parameter '{name}' holds 1 non-finite value"):
+            MDMDenoiser(model)
+    with torch.no_grad():
+        param.view(-1)[0] = 0.0
+    den = MDMDenoiser(model)
+    with torch.no_grad():  # weights damaged after construction: refused at the call, not NaN probabilities
+        param.fill_(float("nan"))
+    with pytest.raises(ValueError, match=rf"'{name}'"):
+        den(x)

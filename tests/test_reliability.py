@@ -512,3 +512,89 @@ def test_a_fifo_as_a_data_set_manifest_is_not_opened(tmp_path):
     code = f"from mdmt.empirical.data import read_manifest; print(read_manifest({str(folder)!r}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "None", out.stderr
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["adaptive", "ser", "--intervals", "1000000"], "--intervals 1000000"),
+    (["adaptive", "ser", "--curve-length", "3000000"], "--curve-length 3000000"),
+])
+def test_an_adaptive_ser_study_too_large_is_refused_naming_the_flag(worker, tmp_path, argv, flag):
+    kind, res = run(worker, tmp_path, *argv)
+    assert kind == ERROR, res
+    line = res["err"].strip()
+    assert flag in line and ("MDMT_MAX_WORK" in line or "MDMT_MAX_MEMORY" in line)
+
+
+def test_adaptive_ser_cost_estimates_grow_with_the_length():
+    from mdmt.bounds.adaptive import min_steps_ser_cost, ser_curve_cost
+
+    small, big = (min_steps_ser_cost(3, 3 * K, "confidence", 0.1, 2000) for K in (64, 10**6))
+    assert small[0] < 10**11 and small[1] < 1 << 30 and big[0] > 10**15 and big[1] > 1 << 36
+    assert ser_curve_cost(3, 60, ["iid", "stride", "confidence"], [1, 2, 60, 120], 100)[0] < 10**9
+
+
+_SIGTERM_DURING_SAVE = """
+import os, signal, sys
+import numpy as np
+from mdmt.cli import main
+
+real_save = np.save
+
+def save_then_terminate(fh, arr, *a, **k):  # SIGTERM arrives while train.npy's temporary file is being written
+    real_save(fh, arr, *a, **k)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+np.save = save_then_terminate
+sys.exit(main(["data", "--language", "preset:2gram-ter", "-L", "8", "--num", "50", "--num-val", "5",
+               "--out", sys.argv[1]]))
+"""
+
+
+def test_sigterm_during_mdmt_data_leaves_no_temporary_file(tmp_path):
+    out = tmp_path / "d"
+    res = subprocess.run([sys.executable, "-c", _SIGTERM_DURING_SAVE, str(out)], capture_output=True, text=True,
+                         timeout=120)
+    err = res.stderr.strip().splitlines()
+    assert res.returncode == 128 + 15 and len(err) == 1 and "SIGTERM" in err[0], res.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json"]  # no temporary, no train.npy
+    assert main_data(out) == 0 and sorted(p.name for p in out.iterdir()) == ["manifest.json", "train.npy", "val.npy"]
+
+
+def main_data(out) -> int:
+    from mdmt.cli import main
+
+    return main(["data", "--language", "preset:2gram-ter", "-L", "8", "--num", "50", "--num-val", "5", "--out",
+                 str(out)])
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_stale_temporaries_of_a_killed_run_are_removed_by_the_next_run(tmp_path, capsys):
+    prefix = outputs.temporary_prefix(tmp_path / "train.npy")
+    live = tmp_path / f"{prefix}live0001.tmp"  # this process is running: its file is in use
+    stale = tmp_path / (prefix.replace(f"-{os.getpid()}.", f"-{_dead_pid()}.") + "abcd1234.tmp")
+    other_host = tmp_path / f".train.npy.mdmt-00000000-{_dead_pid()}.abcd1234.tmp"
+    foreign = [tmp_path / ".train.npy.abcd1234.tmp", tmp_path / "notes.mdmt-1.tmp", other_host]
+    for f in [live, stale, *foreign]:
+        f.write_bytes(b"x" * 100)
+    assert main_data(tmp_path) == 0
+    capsys.readouterr()
+    assert not stale.exists() and live.exists() and all(f.exists() for f in foreign)
+    assert (tmp_path / "train.npy").exists()
+
+
+def test_sigterm_inside_atomic_file_removes_the_temporary(tmp_path):
+    code = textwrap.dedent(f"""
+        import os, signal, time
+        from mdmt.constructions.outputs import atomic_file
+        with atomic_file({str(tmp_path / 'x.bin')!r}, "wb") as fh:
+            fh.write(b"x" * 100000)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode != 0 and list(tmp_path.iterdir()) == []

@@ -159,6 +159,7 @@ def _ser(args) -> int:
         raise ValueError(f"--curve-length {Lc} is not a multiple of the interval length {bad[0]}")
     steps = sorted({N for N in (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 40, 60) if N <= Lc}
                    | {Lc * c for c in (2, 4, 8, 16, 32, 64)})
+    _check_ser_size(args, ls, Ks, specs, steps, target)
     curves, mins = [], []
     for l in ls:
         curves += ser_curve(l, Lc, specs, steps, args.num, args.seed)
@@ -169,6 +170,36 @@ def _ser(args) -> int:
     res = {"target": target, "curve_length": Lc, "curves": curves, "min_steps": mins}
     return _report(args, res, _write_ser, f"smallest N with SER <= {target} (NFE in brackets; '-' = not reached):",
                    ["l", "policy"] + [f"L={K}l" for K in Ks], lambda: _pivot(mins, ls, specs, Ks))
+
+
+def _check_ser_size(args, ls, Ks, specs, steps, target) -> None:
+    """Refuse (resource guard) an SER study whose curves or smallest-N searches need too much work or memory.
+
+    The curves are charged to ``--curve-length``, the searches to ``--intervals``; both scale with ``--num``.
+    """
+    from mdmt.bounds.adaptive import min_steps_ser_cost, ser_curve_cost
+    from mdmt.constructions.resources import check_memory, check_work
+
+    Lc = args.curve_length
+    ops = peak = 0
+    for l in ls:
+        o, m = ser_curve_cost(l, Lc, specs, steps, args.num)
+        ops, peak = ops + o, max(peak, m)
+    what = f"--curve-length {Lc}: the SER curves at L = {Lc} ({len(specs)} policies, --num {args.num})"
+    alternative = "use a smaller --curve-length, --num or fewer --policies"
+    check_memory(what, peak, alternative)
+    check_work(what, ops, alternative)
+    ops = peak = 0
+    for l in ls:
+        for K in Ks:
+            for spec in specs:
+                o, m = min_steps_ser_cost(l, K * l, spec, target, args.num)
+                ops, peak = ops + o, max(peak, m)
+    what = (f"--intervals {args.intervals}: the smallest-N searches up to L = {max(Ks) * max(ls)} "
+            f"({len(specs)} policies, --num {args.num})")
+    alternative = "use fewer or smaller --intervals, a smaller --num or fewer --policies"
+    check_memory(what, peak, alternative)
+    check_work(what, ops, alternative)
 
 
 def _report(args, res, write, title, header, rows) -> int:

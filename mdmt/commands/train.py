@@ -28,6 +28,7 @@ def add_arguments(p):
                           "default the checkpoint's)")
     src.add_argument("--data", help="a stored data set (mdmt data): its language, L, training and validation sequences")
     add_model(p)
+    p.set_defaults(model=None)  # None: not given, so a resume can tell an explicit --model from the default tiny
     p.add_argument("--ar", action="store_true", help="train the autoregressive baseline instead of the MDM")
     p.add_argument("--positions", default=None,
                    help="position encoding: rotary+learned (default), rotary or learned")
@@ -79,12 +80,10 @@ def _config(args, language: str, length: int, lang, resumed):
 
     if resumed is not None:
         base = resumed
-        if args.ar != base.model.causal:
-            raise ValueError(f"OUT holds the checkpoint of an {'AR' if base.model.causal else 'MDM'} model; "
-                             f"{'add' if base.model.causal else 'drop'} --ar")
     else:
-        base = TrainConfig(model=ModelConfig.preset(args.model, lang.n_symbols, seq_len=length, causal=args.ar),
-                           language=language, **RECIPES[args.model])
+        name = args.model or "tiny"
+        base = TrainConfig(model=ModelConfig.preset(name, lang.n_symbols, seq_len=length, causal=args.ar),
+                           language=language, **RECIPES[name])
     arch = {k: v for k, v in (("positions", args.positions), ("neighbours", args.neighbours),
                                           ("window", args.window), ("recurrent", args.recurrent),
                                           ("hmm_states", args.hmm_states), ("ngram", args.ngram)) if v is not None}
@@ -95,6 +94,53 @@ def _config(args, language: str, length: int, lang, resumed):
     if resumed is not None and args.language is not None:
         changes["language"] = language
     return base.with_(model=model, **changes)
+
+
+_SHAPE = ("d_model", "n_layers", "n_heads")  # what a --model preset fixes beyond the flags a resume may keep
+
+
+def _preset_of(model) -> str | None:
+    """The ``--model`` preset whose shape (width, depth, heads) a checkpoint's ModelConfig has, or None."""
+    from mdmt.empirical.model import PRESETS
+
+    return next((name for name, arch in PRESETS.items() if all(getattr(model, k) == arch[k] for k in _SHAPE)), None)
+
+
+def _shape(arch: dict) -> str:
+    """``d_model 64, 2 layers, 4 heads``."""
+    return f"d_model {arch['d_model']}, {arch['n_layers']} layers, {arch['n_heads']} heads"
+
+
+def check_resume(args, resumed, language: str, length: int, out) -> None:
+    """Refuse a resume whose command line disagrees with the checkpoint in ``out``, naming the setting and both values.
+
+    Compared: the kind (``--ar``), ``--length`` (given, or a ``--data`` set's L), ``--model`` (when
+    given) and the language (``--language`` or a ``--data`` set's).  Settings not given are taken
+    from the checkpoint; the other settings (architecture flags, recipe) are compared by
+    :func:`mdmt.empirical.train.train`.
+    """
+    where = f"--out {out} holds a checkpoint"
+    kind = "AR" if resumed.model.causal else "MDM"
+    if args.ar != resumed.model.causal:
+        asked = "--ar asks for an AR model" if args.ar else "without --ar the model is an MDM"
+        raise ValueError(f"{asked}, but {where} of an {kind} model; {'drop' if args.ar else 'add'} --ar to resume it")
+    if length != resumed.model.seq_len:
+        flag = f"--length {args.length}" if args.length is not None else f"--data {args.data} (L = {length})"
+        raise ValueError(f"{flag} differs from L = {resumed.model.seq_len} of the checkpoint: {where} trained at "
+                         f"L = {resumed.model.seq_len}; drop the flag or choose another --out")
+    if args.model is not None:
+        from mdmt.empirical.model import PRESETS
+
+        arch, held = PRESETS[args.model], {k: getattr(resumed.model, k) for k in _SHAPE}
+        if any(held[k] != arch[k] for k in _SHAPE):
+            found = _preset_of(resumed.model)
+            raise ValueError(f"--model {args.model} ({_shape(arch)}) differs from the checkpoint's architecture: "
+                             f"{where} of {f'--model {found}' if found else 'another shape'} ({_shape(held)}); "
+                             "drop --model or choose another --out")
+    if resumed.language is not None and language != resumed.language:
+        flag = f"--language {args.language}" if args.data is None else f"--data {args.data} (language {language})"
+        raise ValueError(f"{flag} differs from the checkpoint's language {resumed.language}: {where} trained on "
+                         f"{resumed.language}; drop the flag or choose another --out")
 
 
 def run(args) -> int:
@@ -136,14 +182,14 @@ def run(args) -> int:
         data = (train_set, val_set)
     elif args.language is not None:
         language = canonical_spec(args.language)
-        length = args.length or (resumed.model.seq_len if resumed is not None else PRESETS[args.model]["seq_len"])
+        length = args.length or (resumed.model.seq_len if resumed is not None else PRESETS[args.model or "tiny"]["seq_len"])
         check_length(language, length)
     elif resumed is not None and resumed.language is not None:
-        language, length = resumed.language, resumed.model.seq_len
+        language, length = resumed.language, args.length or resumed.model.seq_len
     else:
         raise ValueError("give --language SPEC or --data FOLDER (or --resume a run in --out)")
-    if resumed is not None and length != resumed.model.seq_len:
-        raise ValueError(f"--length {length} differs from the checkpoint's L = {resumed.model.seq_len}")
+    if resumed is not None:
+        check_resume(args, resumed, language, length, out)
     lang = language_from_spec(language)
     cfg = _config(args, language, length, lang, resumed)
     try:
