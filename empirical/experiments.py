@@ -73,6 +73,11 @@ RESULT_FIELDS = ("model", "length", "train_steps", "batch", "lr", "estimator", "
                  "val_size", "schedule")
 
 
+def needs_networks(kinds) -> bool:
+    """Whether curve ``kinds`` include trained networks (``mdm``, ``ar``): those need torch and a device."""
+    return any(k in ("mdm", "ar") for k in kinds)
+
+
 def slug(spec: str) -> str:
     """A file-name-safe form of a language SPEC (``preset:2gram-ter:0`` -> ``preset_2gram-ter_0``)."""
     return "".join(c if c.isalnum() or c in "-." else "_" for c in spec)
@@ -155,7 +160,7 @@ class Figure1Config:
 
         # sizes before any work: the oracle sampler at the longest length, the networks' training batch
         check_sample_memory(self.num, max(self.lengths), "use smaller --lengths or --num")
-        if any(k in self.kinds for k in ("mdm", "ar")):  # the networks need torch (the empirical extra)
+        if needs_networks(self.kinds):  # the networks need torch (the empirical extra)
             from .model import ModelConfig, estimated_bytes
 
             net = ModelConfig.preset(self.model, 2, seq_len=self.length)
@@ -244,7 +249,7 @@ class Figure1:
                  log=print, provenance: dict | None = None, jobs: int = 1):
         self.cfg, self.out, self.progress, self.log = cfg, Path(out), progress, log
         self.jobs = positive_int("jobs", jobs)
-        if any(k in cfg.kinds for k in ("mdm", "ar")):  # the networks: torch (the empirical extra) and a device
+        if needs_networks(cfg.kinds):  # the networks: torch (the empirical extra) and a device
             from .device import torch_device
 
             self.device = torch_device(device)
@@ -397,7 +402,7 @@ class Figure1:
         lg = self._language(index, name, role)
         self._entropy_rate(lg, index, cfg.length)
         todo = self._todo(name, kinds, lengths)
-        nets = any(k in kinds for k in ("mdm", "ar"))
+        nets = needs_networks(kinds)
         if any(k != "oracle" for k, _, _ in todo) or (nets and not (self.out / lg.folder / "summary.json").exists()):
             self._summary(lg)
         else:
@@ -514,7 +519,7 @@ def _part_job(cfg: dict, out: str, device: str, index: int, name: str, role: str
     """Worker of :meth:`Figure1._run_in_parallel`: one part of the run, written to ``out`` (resumable)."""
     from . import set_threads
 
-    set_threads(1, torch=any(k in ("mdm", "ar") for k in kinds))  # an oracle part needs no torch
+    set_threads(1, torch=needs_networks(kinds))  # an oracle part needs no torch
     fig = Figure1(Figure1Config(**cfg), out, device=device, progress=False, log=lambda *_: None)
     fig._language_part(index, name, role, kinds, lengths or None)
 

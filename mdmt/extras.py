@@ -34,8 +34,3 @@ def has_torch() -> bool:
     except (ImportError, ValueError):  # a broken or blocked installation counts as missing
         return False
 
-
-def require_torch(what: str) -> None:
-    """Raise :class:`MissingExtra` naming ``what`` unless torch is installed (checked before any work)."""
-    if not has_torch():
-        raise MissingExtra(torch_message(what), name="torch")

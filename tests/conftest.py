@@ -29,9 +29,9 @@ def pytest_addoption(parser):
 
 
 def _has_cuda() -> bool:
-    from tests.torchless import torch_available
+    from mdmt.extras import has_torch
 
-    if not torch_available():
+    if not has_torch():
         return False
     import torch
 
@@ -39,10 +39,10 @@ def _has_cuda() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    from tests.torchless import torch_available
+    from mdmt.extras import has_torch
 
     run_slow = config.getoption("--runslow") or os.environ.get("MDMT_SLOW") == "1"
-    has_torch = torch_available()
+    torch_here = has_torch()
     has_cuda = any("gpu" in item.keywords for item in items) and _has_cuda()
     skip_slow = pytest.mark.skip(reason="slow: run with --runslow or MDMT_SLOW=1")
     skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
@@ -52,5 +52,5 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_slow)
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(skip_gpu)
-        if "torch" in item.keywords and not has_torch:
+        if "torch" in item.keywords and not torch_here:
             item.add_marker(skip_torch)

@@ -32,9 +32,3 @@ def block_torch() -> None:
     if not any(type(f).__name__ == "_NoTorch" for f in sys.meta_path):
         exec(compile(PRELUDE, "torchless-prelude", "exec"), {"__name__": "torchless"})
 
-
-def torch_available() -> bool:
-    """Whether torch can be imported here (False under the hook, or where torch is not installed)."""
-    from mdmt.extras import has_torch
-
-    return has_torch()

@@ -53,9 +53,6 @@ class OracleDenoiser(_FromOracle):
             raise ValueError(f"the oracle denoiser needs an mdmt language, got {type(language).__name__}")
         self.language = language
 
-    def __call__(self, X):
-        return self._oracle(X)
-
     def from_oracle(self, X, q):
         """The oracle rows themselves."""
         return q

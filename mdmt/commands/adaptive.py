@@ -178,26 +178,25 @@ def _check_ser_size(args, ls, Ks, specs, steps, target) -> None:
     The curves are charged to ``--curve-length``, the searches to ``--intervals``; both scale with ``--num``.
     """
     from mdmt.bounds.adaptive import min_steps_ser_cost, ser_curve_cost
-    from mdmt.constructions.resources import check_memory, check_work
 
     Lc = args.curve_length
+    _check_costs(f"--curve-length {Lc}: the SER curves at L = {Lc} ({len(specs)} policies, --num {args.num})",
+                 (ser_curve_cost(l, Lc, specs, steps, args.num) for l in ls),
+                 "use a smaller --curve-length, --num or fewer --policies")
+    _check_costs(f"--intervals {args.intervals}: the smallest-N searches up to L = {max(Ks) * max(ls)} "
+                 f"({len(specs)} policies, --num {args.num})",
+                 (min_steps_ser_cost(l, K * l, spec, target, args.num) for l in ls for K in Ks for spec in specs),
+                 "use fewer or smaller --intervals, a smaller --num or fewer --policies")
+
+
+def _check_costs(what: str, costs, alternative: str) -> None:
+    """The resource guard on parts run one after another: their (operations, peak bytes) costs add up in
+    operations, and the largest peak is the memory they need."""
+    from mdmt.constructions.resources import check_memory, check_work
+
     ops = peak = 0
-    for l in ls:
-        o, m = ser_curve_cost(l, Lc, specs, steps, args.num)
+    for o, m in costs:
         ops, peak = ops + o, max(peak, m)
-    what = f"--curve-length {Lc}: the SER curves at L = {Lc} ({len(specs)} policies, --num {args.num})"
-    alternative = "use a smaller --curve-length, --num or fewer --policies"
-    check_memory(what, peak, alternative)
-    check_work(what, ops, alternative)
-    ops = peak = 0
-    for l in ls:
-        for K in Ks:
-            for spec in specs:
-                o, m = min_steps_ser_cost(l, K * l, spec, target, args.num)
-                ops, peak = ops + o, max(peak, m)
-    what = (f"--intervals {args.intervals}: the smallest-N searches up to L = {max(Ks) * max(ls)} "
-            f"({len(specs)} policies, --num {args.num})")
-    alternative = "use fewer or smaller --intervals, a smaller --num or fewer --policies"
     check_memory(what, peak, alternative)
     check_work(what, ops, alternative)
 
