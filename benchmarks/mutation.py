@@ -4,13 +4,17 @@ A catalogue of semantic mutants -- the kind of mistake a derivation or an implem
 wrong constant, an off-by-one, a dropped factor, a loosened or tightened bound, a wrong sign -- over the
 bound formulas (bounds/statements.py), the dependency counts (bounds/dependencies.py), the schedules
 (constructions/reverse/schedules.py), the exact law (exact.py, tables.py), the proof-chain quantities
-(chain.py), the interval closed forms and the curves.  Each mutant replaces one piece of source text
+(chain.py), the interval closed forms and the curves (M01-M49); and over the layer beyond the paper
+(M50-M70): the atlas's bounds and closed forms (bounds/atlas.py), the reveal policies and their exact
+chain (policies.py, policy_exact.py), the information quantities, Theorem 4.4 at eps > 0,
+certification (bounds/certify.py), interval arithmetic (bounds/intervals.py), the Student-t
+intervals of the estimators and the segment sampler.  Each mutant replaces one piece of source text
 (it must occur exactly once), then
 
 * ``mdmt verify --quick`` runs: the mutant is *killed by verify* when it exits non-zero (a violated or
   undecided row, or a crash);
-* the whole test suite runs (``pytest -x -q``, slow tests skipped; the tests of the mutated modules
-  first, the rest only if those pass): *killed by pytest* when it fails;
+* the whole test suite runs (``pytest -x -q``, slow tests skipped; the mutant's own test files
+  first -- ``Mutant.tests`` -- the rest only if those pass): *killed by pytest* when it fails;
 
 and the file is restored.  Mutants that cannot change any result (equivalent mutants) are marked in
 the catalogue with the reason, and count in neither score.
@@ -56,6 +60,7 @@ class Mutant:
     new: str
     what: str
     equivalent: str = ""  # why no result can change, for an equivalent mutant
+    tests: tuple = ()  # the test files to run first (default: FIRST_TESTS)
 
 
 S = "bounds/statements.py"
@@ -67,6 +72,17 @@ ICF = "constructions/reverse/interval_closed_forms.py"
 IB = "bounds/interval_bounds.py"
 TAB = "constructions/reverse/tables.py"
 CUR = "bounds/curves.py"
+AT = "bounds/atlas.py"
+POL = "constructions/reverse/policies.py"
+PEX = "constructions/reverse/policy_exact.py"
+INF = "constructions/reverse/information.py"
+CERT = "bounds/certify.py"
+IVS = "bounds/intervals.py"
+CONF = "constructions/confidence.py"
+SAM = "constructions/reverse/sampler.py"
+T_ATLAS = ("tests/test_atlas.py", "tests/test_policies.py", "tests/test_information.py")
+T_POL = ("tests/test_policies.py", "tests/test_interval_policies.py", "tests/test_atlas.py")
+T_CERT = ("tests/test_statements.py", "tests/test_intervals.py", "tests/test_verify.py")
 
 MUTANTS = [
     # --- bound formulas (the statements)
@@ -172,6 +188,63 @@ MUTANTS = [
            "minimal N against 90 % of the target"),
     Mutant("M49", CUR, "    return float(math.exp(np.sum(np.log1p(-k / N))))", "    return float(math.exp(np.sum(np.log1p(-k / (N + 1)))))",
            "P_distinct of the linear schedule beyond the array with N + 1"),
+    # --- beyond the paper: the atlas's bounds and closed forms
+    Mutant("M50", AT, "        return 2.0 * tc * h / (N - 1 + h) if h > 0 else 0.0", "        return tc * h / (N - 1 + h) if h > 0 else 0.0",
+           "the random-size TC-law rate without its factor 2", tests=T_ATLAS),
+    Mutant("M51", AT, "(2 ** math.ceil(math.log2(int(max(sizes)))) - 1)", "(2 ** math.floor(math.log2(int(max(sizes)))) - 1)",
+           "Li & Cai's constant rounded down (floor for ceil)", tests=T_ATLAS),
+    Mutant("M52", AT, "        total += s * (f[u + 1] - f[u]) - (f[u + s] - f[u])",
+           "        total += s * (f[u + 1] - f[u]) - (f[u + s - 1] - f[u])", "profile closed form of fixed sizes off by one",
+           tests=T_ATLAS),
+    Mutant("M53", AT, "            er += max(0.0, 1.0 - acc) ** (N - 1)", "            er += max(0.0, 1.0 - acc) ** N",
+           "profile closed form of random sizes with N boundaries for N - 1", tests=T_ATLAS),
+    # --- the policies
+    Mutant("M54", POL, "        return top[..., -1] - top[..., -2]", "        return top[..., -1] - P.min(axis=-1)",
+           "margin score: top-1 minus the smallest probability (not the second largest)", tests=T_POL),
+    Mutant("M55", POL, "        return i % N + 1", "        return (L - 1 - i) % N + 1", "stride order counted from the right end",
+           tests=T_POL),
+    Mutant("M56", POL, '"tc": 1.0 / (L - u)', '"tc": 1.0 / (L - u + 1)', "random sizes: tc boundary law 1/(L - u + 1)",
+           tests=T_POL),
+    Mutant("M57", POL, "    thr = vals[m - c]  # the c-th largest score", "    thr = vals[m - c - 1]  # the c-th largest score",
+           "top-k cut at the (c+1)-th largest score", tests=T_POL,
+           equivalent="the positions above the (c+1)-th largest score are the c largest, revealed for certain either "
+                      "way, unless the c-th and (c+1)-th scores differ by less than TIE_TOL = 1e-9 without being equal "
+                      "(no instance has such scores)"),
+    Mutant("M58", POL, "        h.sort()\n        cum = 0.0", "        cum = 0.0",
+           "entropy-sum: positions taken in their order, not by increasing entropy", tests=T_POL),
+    Mutant("M59", POL, "        return c if c > 0 else 1", "        return c if c > 0 else m",
+           "threshold: reveal every masked position when none is confident (not the most confident one)", tests=T_POL),
+    Mutant("M60", PEX, "    acc[0] += mw\n", "    acc[0] += mw * n_sub\n", "E[NFE] counts revealed positions, not evaluations",
+           tests=T_POL),
+    Mutant("M61", PEX, "                acc[1] += mw * r * (math.log(r) - nq)", "                acc[1] += mw * r * (math.log(r) + nq)",
+           "teacher-forced total correlation with a sign error", tests=T_ATLAS),
+    # --- information quantities
+    Mutant("M62", INF, "        a, b = max(0, i - k), min(L - 1, i + k)", "        a, b = max(0, i - k), min(L - 1, i + k - 1)",
+           "windowed H(X_i | X_-i) with a context one token short on the right", tests=T_ATLAS),
+    Mutant("M63", INF, "    return np.array([HW[sizes == u].mean() for u in range(L + 1)])",
+           "    return np.array([HW[sizes == u].max() for u in range(L + 1)])",
+           "information profile: the largest subset entropy for the average", tests=T_ATLAS),
+    # --- interval Theorem 4.4 at eps > 0
+    Mutant("M64", IB, "    return THEOREM_44_BOUND.evaluate(epsilon_learning=learning_error_value(eps), P_distinct_l=",
+           "    return THEOREM_44_BOUND.evaluate(epsilon_learning=learning_error_value(eps) / (l - 1), P_distinct_l=",
+           "Theorem 4.4's bound with eps divided by l - 1", tests=("tests/test_statements.py", "tests/test_interval.py")),
+    # --- certification and interval arithmetic
+    Mutant("M65", CERT, "            if s is None or s * sign < 0:", "            if s is None:",
+           "certification by monotonicity from an end whose sign is wrong", tests=T_CERT),
+    Mutant("M66", IVS, "        return Iv(_down(self.lo + o.lo), _up(self.hi + o.hi))", "        return Iv(self.lo + o.lo, self.hi + o.hi)",
+           "interval addition without outward rounding", tests=T_CERT),
+    Mutant("M67", IVS, "        return Iv(_down(s_lo - _up(e_lo)), _up(s_hi + _up(e_hi)))", "        return Iv(s_lo, s_hi)",
+           "interval sum without its rounding-error widening", tests=T_CERT),
+    # --- estimators and the segment sampler
+    Mutant("M68", CONF, "float(x.std(ddof=1)) / math.sqrt(len(x))", "float(x.std(ddof=1)) / len(x)",
+           "Student-t interval with n for sqrt(n)", tests=("tests/test_reliability.py", "tests/test_information.py",
+                                                           "tests/test_policies.py")),
+    Mutant("M69", SAM, "                    if seg[k, 4] == 1 and not score_mode and transform != 2:",
+           "                    if seg[k, 4] <= 2 and not score_mode and transform != 2:",
+           "segment sampler: segments with two reveals not re-checked for q(x_U) = 0",
+           tests=("tests/test_sampler.py", "tests/test_ddpm_cache.py", "tests/test_inference.py")),
+    Mutant("M70", POL, "    return ns, nt, c - ns\n", "    return ns, min(nt, c - ns), c - ns\n",
+           "top-k ties broken by position (the leftmost tied) instead of uniformly at random", tests=T_POL),
 ]
 
 
@@ -224,10 +297,7 @@ def main(argv=None) -> int:
     mdmt = str(exe / "mdmt") if (exe / "mdmt").exists() else "mdmt"
     verify_cmd = [mdmt, "verify", "--quick"]
     # the whole suite in two runs: the tests of the mutated modules first, the rest only if those pass
-    first = ["tests/test_statements.py", "tests/test_verify.py", "tests/test_bounds.py", "tests/test_dependencies.py",
-             "tests/test_exact.py", "tests/test_interval_closed_forms.py", "tests/test_schedules.py"]
     pytest = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider"]
-    pytest_cmds = [pytest + first, pytest + ["tests"] + [f"--ignore={f}" for f in first]]
     def stop(signum, frame):  # SIGTERM too restores the mutated file (the finally below)
         raise KeyboardInterrupt(f"signal {signum}")
 
@@ -237,7 +307,7 @@ def main(argv=None) -> int:
     numba_cache = tempfile.mkdtemp(prefix="mdmt-mutation-numba-")
     env = {**os.environ, "NUMBA_CACHE_DIR": numba_cache}
     try:
-        run_mutants(chosen, verify_cmd, [] if args.no_pytest else pytest_cmds, args.timeout, env, results)
+        run_mutants(chosen, verify_cmd, None if args.no_pytest else pytest, args.timeout, env, results)
     finally:
         shutil.rmtree(numba_cache, ignore_errors=True)
     total = time.perf_counter() - t_start
@@ -248,9 +318,18 @@ def main(argv=None) -> int:
     return 0
 
 
-def run_mutants(chosen, verify_cmd, pytest_cmds, timeout, env, results) -> None:
-    """Apply, run and restore each mutant in turn, appending its result to ``results`` and printing its line."""
+FIRST_TESTS = ("tests/test_statements.py", "tests/test_verify.py", "tests/test_bounds.py", "tests/test_dependencies.py",
+               "tests/test_exact.py", "tests/test_interval_closed_forms.py", "tests/test_schedules.py")
+
+
+def run_mutants(chosen, verify_cmd, pytest, timeout, env, results) -> None:
+    """Apply, run and restore each mutant in turn, appending its result to ``results`` and printing its line.
+
+    The whole suite runs in two parts: the mutant's own test files first (``Mutant.tests``, by default
+    ``FIRST_TESTS``), the rest only if those pass."""
     for m in chosen:
+        first = list(m.tests or FIRST_TESTS)
+        pytest_cmds = [] if pytest is None else [pytest + first, pytest + ["tests"] + [f"--ignore={f}" for f in first]]
         original = apply(m)
         try:
             rc_v, t_v = run(verify_cmd, timeout, env)

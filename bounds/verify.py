@@ -21,6 +21,7 @@ from mdmt.constructions.languages.ngram import NGram
 from mdmt.constructions.languages.random_languages import random_hmm, random_ngram
 
 from . import checks
+from . import checks_beyond as beyond
 from .checks import FAMILIES, Instance, Row
 
 
@@ -83,7 +84,14 @@ def jobs(quick: bool) -> list[Job]:
            Job(("C5",), lambda: checks.theorem42_rows(quick), "Theorem 4.2"),
            Job(("T43u",), checks.union_bound_rows, "Lemma C.1"),
            Job(("T44", "T44x", "T44N", "T44C"), lambda: checks.interval_rows(quick), "interval HMM, any L"),
-           Job(("CV",), checks.curve_rows, "curves")]
+           Job(("CV",), checks.curve_rows, "curves"),
+           Job(("AB",), lambda: beyond.atlas_rows(quick), "atlas bounds"),
+           Job(("AV",), beyond.atlas_value_rows, "atlas constants"),
+           Job(("AX",), beyond.expected_failure_rows, "atlas: documented failures"),
+           Job(("IT",), beyond.information_rows, "information quantities"),
+           Job(("PL",), beyond.policy_rows, "policy laws"),
+           Job(("CE",), lambda: beyond.certification_rows(quick), "certification"),
+           Job(("IA",), beyond.interval_rows, "interval arithmetic")]
     for inst in instances(quick):
         out.append(Job(("C3", "C4"), lambda inst=inst: checks.tc_rows(inst), f"{inst.key}: total correlations"))
         out.append(Job(("C1", "C2", "C2E", "C4E", "EQ3", "LE", "T43", "T44"),

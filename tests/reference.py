@@ -9,10 +9,11 @@ import itertools
 
 import numpy as np
 
+from mdmt.bounds.brute_force import (all_sequences, cut_subsets, entropy, information_by_enumeration,  # noqa: F401
+                                     marginal_scores, oracle_from_joint, policy_law_by_trajectories,
+                                     posterior_by_enumeration, random_size_law, reference_rule)
 
-def all_sequences(V: int, L: int) -> np.ndarray:
-    """Every sequence of V^L in lexicographic order, int64 (V**L, L)."""
-    return np.array(list(itertools.product(range(V), repeat=L)), dtype=np.int64).reshape(-1, L)
+
 
 
 def hmm_joint(pi, A, B, L: int) -> np.ndarray:
@@ -53,11 +54,6 @@ def masked_marginal(X: np.ndarray, q: np.ndarray, partial: np.ndarray) -> float:
     return float(q[match].sum())
 
 
-def entropy(p: np.ndarray) -> float:
-    """Shannon entropy in nats of a probability vector (0 log 0 = 0)."""
-    p = np.asarray(p, dtype=np.float64)
-    p = p[p > 0]
-    return float(-(p * np.log(p)).sum())
 
 
 def assignments(N: int, L: int):
@@ -141,138 +137,8 @@ def dependencies_by_definition(n: int, tau: np.ndarray) -> np.ndarray:
     return out
 
 
-# ----------------------------------------------------------------------------- policies (constructions/reverse/policies.py)
-
-def marginal_scores(P, kind: str) -> list:
-    """Per-position scores of probability rows P (list of lists): confidence, margin or minus the entropy."""
-    out = []
-    for row in P:
-        r = sorted(float(v) for v in row)
-        if kind == "confidence":
-            out.append(r[-1])
-        elif kind == "margin":
-            out.append(r[-1] - r[-2])
-        else:
-            out.append(sum(float(v) * np.log(float(v)) for v in row if v > 0))
-    return out
-
-
-def cut_subsets(masked: list, scores: dict, count: int, tol: float = 1e-9) -> list:
-    """[(subset, weight)]: the `count` highest-scoring masked positions, ties at the cut drawn uniformly."""
-    order = sorted(masked, key=lambda i: -scores[i])
-    t = scores[order[count - 1]]
-    sure = [i for i in masked if scores[i] > t + tol]
-    tied = [i for i in masked if abs(scores[i] - t) <= tol]
-    combos = list(itertools.combinations(tied, count - len(sure)))
-    return [(tuple(sorted(sure + list(c))), 1.0 / len(combos)) for c in combos]
-
-
-def reference_rule(kind: str, **kw):
-    """A reveal rule rule(j, masked, P) -> [(subset, weight)] written from the definitions of policies.py."""
-
-    def rule(j, masked, P):
-        if not masked:
-            return [((), 1.0)]
-        if kind == "rate":
-            r = kw["rates"][j]
-            return [(S, r ** len(S) * (1 - r) ** (len(masked) - len(S)))
-                    for k in range(len(masked) + 1) for S in itertools.combinations(masked, k)]
-        if kind == "fixed":
-            return [(tuple(i for i in masked if kw["order"][i] == j + 1), 1.0)]
-        if kind == "sizes":
-            s = min(kw["sizes"][j], len(masked))
-            combos = list(itertools.combinations(masked, s))
-            return [(c, 1.0 / len(combos)) for c in combos]
-        if kind == "topk":
-            sc = dict(zip(range(len(P)), marginal_scores(P, kw["score"])))
-            return cut_subsets(masked, sc, min(kw["sizes"][j], len(masked)))
-        if kind == "threshold":
-            if j == kw.get("cap", 10 ** 9) - 1:
-                return [(tuple(masked), 1.0)]
-            sc = dict(zip(range(len(P)), marginal_scores(P, "confidence")))
-            return cut_subsets(masked, sc, max(1, sum(sc[i] > kw["tau"] for i in masked)))
-        if kind == "entropy-sum":
-            sc = dict(zip(range(len(P)), marginal_scores(P, "entropy")))
-            h = sorted(-sc[i] for i in masked)
-            cum, count = 0.0, len(masked)
-            for t, v in enumerate(h):
-                cum += v
-                if cum > kw["gamma"]:
-                    count = t + 1
-                    break
-            return cut_subsets(masked, sc, count)
-        raise ValueError(kind)
-
-    return rule
-
-
-def policy_law_by_trajectories(X: np.ndarray, denoise, rule, max_steps: int):
-    """Output law on the rows of X and E[NFE], by enumerating every trajectory of (reveal set, tokens).
-
-    ``denoise(partial)`` returns the (L, V) table p(. | x_U) of a partial sequence (MASK = -1).
-    """
-    L = X.shape[1]
-    nfe = 0.0
-    frontier = {tuple([-1] * L): 1.0}
-    for j in range(max_steps):
-        nxt = {}
-        for partial, w in frontier.items():
-            masked = [i for i in range(L) if partial[i] < 0]
-            if not masked:
-                nxt[partial] = nxt.get(partial, 0.0) + w
-                continue
-            P = denoise(np.array(partial))
-            for S, ws in rule(j, masked, P):
-                if ws == 0:
-                    continue
-                if not S:
-                    nxt[partial] = nxt.get(partial, 0.0) + w * ws
-                    continue
-                nfe += w * ws
-                for vals in itertools.product(range(P.shape[1]), repeat=len(S)):
-                    pr = w * ws * float(np.prod([P[i, v] for i, v in zip(S, vals)]))
-                    if pr == 0:
-                        continue
-                    y = list(partial)
-                    for i, v in zip(S, vals):
-                        y[i] = v
-                    nxt[tuple(y)] = nxt.get(tuple(y), 0.0) + pr
-        frontier = nxt
-    index = {tuple(int(v) for v in x): r for r, x in enumerate(X)}
-    p = np.zeros(len(X))
-    for x, w in frontier.items():
-        assert min(x) >= 0, "a trajectory left positions masked"
-        p[index[x]] += w
-    return p, nfe
-
-
-def random_size_law(L: int, N: int, weights) -> dict:
-    """Law of the step sizes of N - 1 i.i.d. boundaries with P(c = u) = weights[u - 1], by enumerating every draw."""
-    out = {}
-    for draw in itertools.product(range(1, L), repeat=N - 1):
-        w = float(np.prod([weights[c - 1] for c in draw]))
-        cuts = sorted(set(draw))
-        sizes = tuple(np.diff([0] + cuts + [L]).tolist())
-        out[sizes] = out.get(sizes, 0.0) + w
-    return out
-
-
 # ----------------------------------------------------------------------------- information quantities
 
-def information_by_enumeration(X: np.ndarray, q: np.ndarray) -> dict:
-    """H(X), H(X_i), H(X_i | X_-i) in nats by summing the joint table q over the rows of X (dictionaries)."""
-    L = X.shape[1]
-    H = entropy(q)
-    Hi, Hc = [], []
-    for i in range(L):
-        marg, rest = {}, {}
-        for x, w in zip(map(tuple, X), q):
-            marg[x[i]] = marg.get(x[i], 0.0) + w
-            key = x[:i] + x[i + 1:]
-            rest[key] = rest.get(key, 0.0) + w
-        Hi.append(entropy(np.array(list(marg.values()))))
-        Hc.append(H - entropy(np.array(list(rest.values()))))
-    return {"entropy": H, "marginal_entropy": np.array(Hi), "conditional_entropy": np.array(Hc)}
 
 
 def leave_one_out_by_enumeration(X: np.ndarray, q: np.ndarray, x) -> np.ndarray:
@@ -284,17 +150,3 @@ def leave_one_out_by_enumeration(X: np.ndarray, q: np.ndarray, x) -> np.ndarray:
         out.append(np.log(q[others & (X[:, i] == x[i])].sum() / q[others].sum()))
     return np.array(out)
 
-
-def posterior_by_enumeration(X: np.ndarray, q: np.ndarray, partial: np.ndarray) -> np.ndarray:
-    """q(x_i = v | x_U) as an (L, V) table by summing the joint table over the completions of ``partial``.
-
-    Revealed positions get their one-hot vector; ``partial`` must have q(x_U) > 0.
-    """
-    keep = partial >= 0
-    match = np.all(X[:, keep] == partial[keep], axis=1)
-    w = q * match
-    V = int(X.max()) + 1
-    out = np.zeros((X.shape[1], V))
-    for i in range(X.shape[1]):
-        out[i] = np.bincount(X[:, i], weights=w, minlength=V)
-    return out / w.sum()

@@ -120,3 +120,67 @@ def test_cli_formats_and_exit_status(capsys, monkeypatch):
     monkeypatch.setattr("mdmt.bounds.verify.run_checks", lambda *a, **k: [bad])
     assert main(["verify", "--quick"]) == 1
     assert "VIOLATED T43u/x/seeded" in capsys.readouterr().out
+
+
+def _scaled(fn, factor, key=None):
+    """fn with its result (or the ``key`` entry of each atlas row) multiplied by ``factor``."""
+    def wrapped(*a, **k):
+        out = fn(*a, **k)
+        if key is None:
+            return None if out is None else out * factor
+        for row in out["rows"]:
+            if row.get(key) is not None:
+                row[key] = row[key] * factor
+        return out
+    return wrapped
+
+
+def _seed_mistake(monkeypatch, which):
+    """One mistake in the layer beyond the paper, seeded by replacing a library function (no compiled code changes)."""
+    from mdmt.bounds import atlas, certify, intervals
+    from mdmt.constructions.reverse import information, policies, policy_exact
+
+    if which == "random-size rate halved":
+        monkeypatch.setattr(atlas, "random_sizes_bound", _scaled(atlas.random_sizes_bound, 0.5))
+    elif which == "chain bound halved":
+        monkeypatch.setattr(atlas, "atlas", _scaled(atlas.atlas, 0.5, "chain_bound"))
+    elif which == "Li & Cai bound tripled":  # then the documented failure is no longer reproduced
+        monkeypatch.setattr(atlas, "atlas", _scaled(atlas.atlas, 3.0, "li_cai"))
+    elif which == "margin from the smallest probability":
+        real = policies.score_table
+        monkeypatch.setattr(policies, "score_table", lambda P, s: (np.max(P, -1) - np.min(P, -1)) if s == policies.MARGIN
+                            else real(P, s))
+    elif which == "stride from the right end":
+        real = policies.fixed_order
+        monkeypatch.setattr(policies, "fixed_order", lambda kind, L, N: real(kind, L, N)[::-1])
+    elif which == "DTC off by 1 %":
+        real = information.information_quantities
+        monkeypatch.setattr(information, "information_quantities",
+                            lambda *a, **k: {**real(*a, **k), "dual_total_correlation":
+                                             1.01 * real(*a, **k)["dual_total_correlation"]})
+    elif which == "policy law perturbed":
+        real = policy_exact.exact_policy_law
+
+        def perturbed(*a, **k):
+            law = real(*a, **k)
+            law.result.p[0] += 1e-9
+            return law
+        monkeypatch.setattr(policy_exact, "exact_policy_law", perturbed)
+    elif which == "certification accepts everything":
+        monkeypatch.setattr(certify, "certify_nonneg", lambda *a, **k: certify.Certificate("certified", "seeded", 0))
+    elif which == "interval addition rounded to nearest":
+        monkeypatch.setattr(intervals.Iv, "__add__", lambda self, o: intervals.Iv(self.lo + intervals._iv(o).lo,
+                                                                                  self.hi + intervals._iv(o).hi))
+    else:
+        raise AssertionError(which)
+
+
+@pytest.mark.parametrize("which, family", [
+    ("random-size rate halved", "AV"), ("chain bound halved", "AB"), ("Li & Cai bound tripled", "AX"),
+    ("margin from the smallest probability", "AV"), ("stride from the right end", "AV"), ("DTC off by 1 %", "IT"),
+    ("policy law perturbed", "PL"), ("certification accepts everything", "CE"),
+    ("interval addition rounded to nearest", "IA")])
+def test_the_families_beyond_the_paper_catch_seeded_mistakes(monkeypatch, which, family):
+    assert not _violations(f"^{family}$")
+    _seed_mistake(monkeypatch, which)
+    assert _violations(f"^{family}$"), which
