@@ -209,7 +209,8 @@ MUTANTS = [
            "top-k cut at the (c+1)-th largest score", tests=T_POL,
            equivalent="the positions above the (c+1)-th largest score are the c largest, revealed for certain either "
                       "way, unless the c-th and (c+1)-th scores differ by less than TIE_TOL = 1e-9 without being equal "
-                      "(no instance has such scores)"),
+                      "(no instance has such scores); no law changes, only step_cut's split into sure and tied "
+                      "positions, which a contract test of step_cut checks"),
     Mutant("M58", POL, "        h.sort()\n        cum = 0.0", "        cum = 0.0",
            "entropy-sum: positions taken in their order, not by increasing entropy", tests=T_POL),
     Mutant("M59", POL, "        return c if c > 0 else 1", "        return c if c > 0 else m",

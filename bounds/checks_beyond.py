@@ -104,11 +104,17 @@ AB_INSTANCES = (  # key, language, L, N, denoiser (uniform mixture weight) or No
 )
 
 
+AB_FULL = (  # added by the full run
+    ("ng4s5", lambda: random_ngram(4, 2, 3.0, 0.0, seed=5), 7, 3, None),
+    ("hmms2", lambda: random_hmm(2, 3, 1.0, 0.0, seed=2), 4, 3, 0.1),
+)
+
+
 def atlas_rows(quick: bool = True) -> list[Row]:
     from .atlas import atlas
 
     rows = []
-    for key, make, L, N, lam in AB_INSTANCES:
+    for key, make, L, N, lam in AB_INSTANCES + (() if quick else AB_FULL):
         lang = make()
         res = atlas(lang, L, N, denoiser=None if lam is None else UniformMixture(lang, lam))
         inst = f"{key}L{L}N{N}" + ("" if lam is None else f"mix{lam:g}")

@@ -11,7 +11,11 @@
 * :func:`check_output_file` and :func:`check_output_folder` are the checks a command makes on
   its ``--out`` *before* computing anything: the destination's folder exists, a file is not a
   folder and a folder is not a file, and an existing output is replaced only if mdmt wrote it
-  for the same request (``same(path)`` says so) or the user passed ``--force``.
+  for the same request (``same(path)`` says so) or the user passed ``--force``.  A folder output
+  names the files it will write there (``files=``), and each one present must be mdmt's: its
+  content says so (:func:`json_with_provenance`, :func:`csv_header_is`, :func:`csv_header_starts`,
+  :func:`png_written_by`, or a command's own markers).
+* One run writes an output at a time: :func:`mdmt.constructions.locks.output_lock`.
 * Every ``OSError`` on an output path becomes an :class:`OutputError` (a ``ValueError``) with a
   one-line message naming the path and the reason; the ``mdmt`` command line prints it as
   ``mdmt <command>: error: ...`` with exit status 2.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import signal
@@ -94,8 +99,16 @@ def check_output_file(path, *, force: bool = False, same: Callable[[Path], bool]
     return path
 
 
-def check_output_folder(path, *, flag: str = "--out") -> Path:
-    """Check that ``path`` can be a folder of outputs (absent, or an existing folder); return it."""
+def check_output_folder(path, *, files=(), force: bool = False,
+                        same: Callable[[Path], bool] | dict | None = None, flag: str = "--out") -> Path:
+    """Check that ``path`` can be a folder of outputs (absent, or an existing folder); return it.
+
+    ``files`` names (relative to the folder) what the command will write there.  Each one that
+    exists must be a regular file, and one that mdmt did not write -- ``same(file)`` is false, where
+    ``same`` is one test for every file or a dict of tests by name (a name without a test is never
+    mdmt's) -- is refused unless ``force``: ``--out o/atlas.csv already exists and was not written
+    by mdmt; pass --force to overwrite it``.  Files of other names in the folder are left alone.
+    """
     path = Path(path)
     if str(path) == "":
         raise OutputError(f"{flag}: expected a folder name, got ''")
@@ -108,6 +121,17 @@ def check_output_folder(path, *, flag: str = "--out") -> Path:
         raise OutputError(f"{flag} {path}: {ancestor} is not a folder")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise OutputError(f"{flag} {path}: cannot write in {ancestor} (Permission denied)")
+    if path.is_dir():
+        for name in files:
+            file = path / name
+            if not (file.exists() or file.is_symlink()):
+                continue
+            if not file.is_file():
+                raise OutputError(f"{flag} {file} exists and is not a regular file")
+            test = same.get(str(name)) if isinstance(same, dict) else same
+            if not force and not (test is not None and _safe(test, file)):
+                raise OutputError(f"{flag} {file} already exists and was not written by mdmt; "
+                                  "pass --force to overwrite it")
     return path
 
 
@@ -124,7 +148,7 @@ def make_folder(path) -> Path:
 def _safe(same: Callable[[Path], bool], path: Path) -> bool:
     try:
         return bool(same(path))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError, MemoryError):
         return False
 
 
@@ -315,3 +339,44 @@ def png_written_by(path, software: str) -> bool:
     with open(path, "rb") as fh:
         head = fh.read(1 << 16)
     return head.startswith(b"\x89PNG") and f"Software\x00{PNG_SOFTWARE} {software}".encode() in head
+
+
+def csv_header_starts(path, columns) -> bool:
+    """Whether the file's first line is a CSV header whose first columns are ``columns`` (mdmt's tables that
+    append columns of their own after a fixed head: a ``same`` test for :func:`check_output_folder`)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        head = fh.readline(1 << 16).rstrip("\r\n").split(",")
+    return head[:len(columns)] == list(columns)
+
+
+_RECORD_KEYS = ("command", "commit", "started")  # what every provenance record (mdmt.provenance.record) holds
+JSON_LIMIT = 64 << 20  # bytes: a larger file is not read to find out whether mdmt wrote it
+
+
+def read_json_document(path, limit: int = JSON_LIMIT):
+    """The JSON document in a regular file of at most ``limit`` bytes, or None (not JSON, too large, not a file)."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size > limit:
+        return None
+    try:
+        return json.loads(path.read_bytes())
+    except (ValueError, RecursionError):
+        return None
+
+
+def is_provenance(record) -> bool:
+    """Whether ``record`` is a provenance block of mdmt (:func:`mdmt.provenance.record`)."""
+    return isinstance(record, dict) and all(isinstance(record.get(k), str) for k in _RECORD_KEYS)
+
+
+def json_with_provenance(path) -> bool:
+    """Whether ``path`` is a JSON object carrying mdmt's provenance block under ``"provenance"`` (one record, or
+    a list of records, one per run): a ``same`` test for :func:`check_output_folder`."""
+    doc = read_json_document(path)
+    if not isinstance(doc, dict):
+        return False
+    prov = doc.get("provenance")
+    if isinstance(prov, list):
+        return bool(prov) and all(is_provenance(r) for r in prov)
+    return is_provenance(prov)
+

@@ -105,7 +105,10 @@ def token_array(x, n_symbols: int, *, allow_mask: bool = True, name: str = "sequ
     around to the mask or into the vocabulary (``2**64 - 1`` as uint64 is refused,
     not read as -1).
     """
-    arr = np.asarray(x)
+    try:
+        arr = np.asarray(x)
+    except (ValueError, TypeError, OverflowError):  # ragged rows
+        raise ValueError(f"{name}s must be a rectangular array of integer tokens") from None
     if arr.dtype.kind == "f" and not isinstance(x, np.ndarray):
         arr = _exact_integers(x, arr)
     if arr.dtype == object:
@@ -148,9 +151,14 @@ def _check_integral(arr: np.ndarray, name: str) -> None:
         token = float(arr[i, t])
     elif arr.dtype == object:  # Python integers (see _object_tokens)
         return
-    else:
-        i, t, token = 0, 0, arr.flat[0]
-    raise ValueError(f"{name} {i} position {t}: token {token!r} is not an integer")
+    else:  # booleans, complex numbers, text: every entry is refused, the first one is named
+        i, t, token = 0, 0, arr[0, 0].item()
+    kind = _KINDS.get(arr.dtype.kind, "")
+    raise ValueError(f"{name} {i} position {t}: token {token!r}{f' ({kind})' if kind else ''} is not an integer")
+
+
+_KINDS = {"b": "a boolean", "c": "a complex number", "U": "text", "S": "bytes", "M": "a date", "m": "a time span",
+          "V": "a record"}
 
 
 def _check_vocabulary(arr: np.ndarray, n_symbols: int, allow_mask: bool, name: str) -> None:
@@ -208,10 +216,16 @@ def regular_file(path, label: str, what: str = "a regular file") -> Path:
 
     A folder, FIFO, device or socket is refused with ``ValueError("<label> is a FIFO, not <what>")``,
     so that reading never blocks on a pipe or runs forever on ``/dev/zero``; a missing file raises
-    ``FileNotFoundError``.  Symbolic links are followed.
+    ``FileNotFoundError``.  Symbolic links are followed; a loop of them, or a path through a file,
+    raises ``ValueError("<label>: too many levels of symbolic links")``.
     """
     path = Path(path)
-    mode = path.stat().st_mode
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ValueError(f"{label.rstrip(':')}: {(exc.strerror or str(exc)).lower()}") from None
     if stat.S_ISREG(mode):
         return path
     kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")

@@ -110,29 +110,114 @@ def save(folder: str | os.PathLike, spec: DataSpec, train: np.ndarray, val: np.n
 
 
 def read_manifest(folder: str | os.PathLike) -> dict | None:
-    """The folder's data-set manifest, or None when there is none or manifest.json is not one."""
-    path = Path(folder) / "manifest.json"
-    try:
-        manifest = json.loads(regular_file(path, str(path)).read_text())  # never opens a FIFO or a device
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        return manifest if isinstance(manifest, dict) else None  # an old format is reported by load()
-    if not all(f in manifest for f in DataSpec.__dataclass_fields__):
-        return None
-    if manifest.get("complete") is not False:  # complete: both digests must be recorded
+    """The folder's data-set manifest, or None when there is none or manifest.json is not one
+    (:func:`load` says what is wrong with it)."""
+    return _read_manifest(folder)[0]
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list) -> dict:
+    """The ``object_pairs_hook`` of manifests: a key given twice is damage (JSON would keep the last silently)."""
+    d = {}
+    for key, value in pairs:
+        if key in d:
+            raise _DuplicateKey(f"key {key!r} appears twice")
+        d[key] = value
+    return d
+
+
+def _whole(value, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _field_problem(manifest: dict) -> str | None:
+    """What is wrong with the fields of a manifest of this format, or None."""
+    missing = [f for f in (*DataSpec.__dataclass_fields__, "vocab_size") if f not in manifest]
+    if missing:
+        return f"it lacks {missing[0]!r}"
+    if not isinstance(manifest["language"], str) or not manifest["language"].strip():
+        return f"'language' is {manifest['language']!r}, not a language SPEC"
+    for key, minimum in (("seed", 0), ("num_train", 1), ("num_val", 1), ("length", 1), ("vocab_size", 1)):
+        if not _whole(manifest[key], minimum):
+            return f"{key!r} is {manifest[key]!r:.60}, not an integer >= {minimum}"
+    complete = manifest.get("complete", True)
+    if not isinstance(complete, bool):
+        return f"'complete' is {complete!r:.60}, not true or false"
+    if complete:  # complete: both digests must be recorded
         sha = manifest.get("sha256")
-        if not (isinstance(sha, dict) and all(isinstance(sha.get(k), str) for k in ("train", "val"))):
-            return None
-    return manifest
+        if not isinstance(sha, dict):
+            return "it lacks the SHA-256 digests ('sha256') of its arrays"
+        for name in ("train", "val"):
+            value = sha.get(name)
+            if not (isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)):
+                return f"'sha256' of {name} is {value!r:.80}, not a SHA-256 digest (64 hexadecimal digits)"
+    return None
 
 
-def load(folder: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, dict]:
-    """(train, val, manifest) from a folder; ValueError if an array does not match its recorded digest."""
+def _read_manifest(folder) -> tuple[dict | None, str | None]:
+    """(manifest, None); (None, None) when the folder has no manifest.json; or (None, what is wrong with it).
+
+    A manifest of another format is returned as read (:func:`load` reports the format).
+    """
+    path = Path(folder) / "manifest.json"
+    if not (path.exists() or path.is_symlink()):
+        return None, None
+    try:
+        data = regular_file(path, str(path)).read_bytes()  # never opens a FIFO or a device
+    except ValueError as exc:  # a folder, FIFO or device
+        return None, str(exc)
+    except OSError as exc:  # unreadable
+        return None, f"{path} cannot be read ({(exc.strerror or str(exc)).lower()})"
+    try:
+        manifest = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except UnicodeDecodeError:
+        return None, f"{path} is damaged: it is not UTF-8 text"
+    except _DuplicateKey as exc:
+        return None, f"{path} is damaged: {exc}"
+    except json.JSONDecodeError as exc:
+        return None, f"{path} is damaged: it is not valid JSON ({exc})"
+    except RecursionError:
+        return None, f"{path} is damaged: it is nested too deeply"
+    if not isinstance(manifest, dict):
+        return None, f"{path} is damaged: it holds a JSON {type(manifest).__name__}, not an object"
+    if "format" not in manifest:
+        return None, f"{path} is not an mdmt data set manifest (it has no 'format')"
+    if not _whole(manifest["format"], 1):
+        return None, f"{path} is damaged: 'format' is {manifest['format']!r:.60}, not a format number"
+    if manifest["format"] != FORMAT:
+        return manifest, None  # an old format is reported by load()
+    problem = _field_problem(manifest)
+    if problem:
+        return None, f"{path} is damaged: {problem}"
+    return manifest, None
+
+
+def _check_folder(folder: Path, label: str) -> None:
+    """Refuse a missing folder, or a path that is not a folder, naming its kind (never opened)."""
+    if not (folder.exists() or folder.is_symlink()):
+        raise ValueError(f"{label}: no such folder")
+    if not folder.is_dir():
+        regular_file(folder, label, "a data set folder")  # a FIFO, device or socket is named by its kind
+        raise ValueError(f"{label} is a regular file, not a data set folder")
+
+
+def load(folder: str | os.PathLike, *, flag: str | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(train, val, manifest) from a folder; ValueError if an array does not match its recorded digest.
+
+    The errors name the folder, preceded by ``flag`` (the option that named it) when given; a damaged
+    manifest is reported as such, naming the file and what is wrong with it.
+    """
     folder = Path(folder)
-    manifest = read_manifest(folder)
+    _check_folder(folder, f"{flag} {folder}" if flag else str(folder))
+    manifest, problem = _read_manifest(folder)
+    if problem:
+        raise ValueError(problem)
     if manifest is None:
-        raise ValueError(f"no data set manifest in {folder}")
+        raise ValueError(f"{f'{flag} ' if flag else ''}{folder}: no data set manifest in the folder (mdmt data "
+                         "writes one)")
     if manifest.get("format") != FORMAT:
         raise ValueError(f"{folder}: data set format {manifest.get('format')!r}, this mdmt reads format {FORMAT}; "
                          "write it again with mdmt data")
@@ -141,8 +226,9 @@ def load(folder: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, dict]:
     arrays = {}
     for name, rows in (("train", manifest["num_train"]), ("val", manifest["num_val"])):
         path = folder / f"{name}.npy"
-        if not path.is_file():
+        if not (path.exists() or path.is_symlink()):
             raise ValueError(f"{path} is missing")
+        regular_file(path, str(path))  # a FIFO or a device is never opened
         check_memory(f"reading {path}", 9 * path.stat().st_size, "is it the right folder?")
         try:
             arr = np.load(path, allow_pickle=False)
@@ -181,7 +267,9 @@ def ensure(folder: str | os.PathLike, spec: DataSpec, language=None, *, force: b
     regenerated, and the status says so.
     """
     folder = check_output_folder(folder)
-    manifest = read_manifest(folder)
+    manifest, problem = _read_manifest(folder)
+    if problem and not force:
+        raise OutputError(f"{problem}; pass --force to replace the data set or choose another folder")
     ours = manifest is not None and manifest.get("format") == FORMAT
     if ours and not _differences(manifest, spec):
         try:
@@ -203,6 +291,8 @@ def ensure(folder: str | os.PathLike, spec: DataSpec, language=None, *, force: b
             raise OutputError(f"{folder / present[0]} exists and is not part of an mdmt data set; pass --force to "
                               "overwrite it or choose another folder")
         status = f"written (over {', '.join(present)}: --force)" if present else "written"
+        if problem:
+            status += f" ({problem})"
     lang = spec.build_language() if language is None else language
     train, val = generate(spec, lang)
     save(folder, spec, train, val, lang.n_symbols)
@@ -224,13 +314,16 @@ def spec_of(manifest: dict) -> DataSpec:
     return DataSpec(**{f: manifest[f] for f in DataSpec.__dataclass_fields__})
 
 
-def verify(folder: str | os.PathLike) -> dict:
+def verify(folder: str | os.PathLike, *, flag: str | None = None) -> dict:
     """Check a stored set: digests match, and regenerating from its manifest gives the same arrays bit for bit.
 
-    Returns the manifest; raises ValueError naming what differs.
+    Returns the manifest; raises ValueError naming what differs (``flag``: as in :func:`load`).
     """
-    train, val, manifest = load(folder)
-    spec = spec_of(manifest)
+    train, val, manifest = load(folder, flag=flag)
+    try:
+        spec = spec_of(manifest)
+    except ValueError as exc:
+        raise ValueError(f"{Path(folder) / 'manifest.json'}: {exc}") from None
     lang = spec.build_language()
     if manifest.get("vocab_size") != lang.n_symbols:
         raise ValueError(f"{folder}: vocab_size {manifest.get('vocab_size')} in the manifest, the language has {lang.n_symbols}")

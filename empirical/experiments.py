@@ -41,6 +41,7 @@ machines (the oracle curves on a CPU, the trained models on a GPU) merge by copy
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -261,6 +262,8 @@ class Figure1:
     def _check_config(self) -> None:
         path = self.out / "config.json"
         old = _read_json(path)
+        if not (isinstance(old, dict) and "result_settings" in old):
+            old = None  # not the settings of a run: replaced (mdmt figure1 refuses such a file unless --force)
         new = self.cfg.result_settings()
         if old is not None and old.get("result_settings") != new:
             diff = sorted(k for k in new if old.get("result_settings", {}).get(k) != new[k])
@@ -447,11 +450,15 @@ class Figure1:
         with ProcessPoolExecutor(self.jobs, mp_context=mp.get_context("spawn")) as pool:
             futures = {pool.submit(_part_job, self.cfg.to_dict(), str(self.out), str(self.device), *part): part
                        for part in parts}
-            for done, f in enumerate(as_completed(futures), 1):
-                f.result()
-                i, name, _, kinds, lengths = futures[f]
-                what = "networks" if not lengths else f"oracle at L = {lengths[0]}"
-                self.log(f"  [{done}/{len(parts)}] {name}: {what} done ({time.perf_counter() - t0:.0f} s)")
+            try:
+                for done, f in enumerate(as_completed(futures), 1):
+                    f.result()
+                    i, name, _, kinds, lengths = futures[f]
+                    what = "networks" if not lengths else f"oracle at L = {lengths[0]}"
+                    self.log(f"  [{done}/{len(parts)}] {name}: {what} done ({time.perf_counter() - t0:.0f} s)")
+            except BaseException:  # an error, Ctrl-C, SIGTERM: stop the other parts now rather than after they end
+                _stop_workers(pool)
+                raise
 
     def run(self) -> dict:
         cfg = self.cfg
@@ -502,6 +509,15 @@ class Figure1:
                   "provenance": runs}
         _write_json(self.out / "figure1.json", result)
         return result
+
+
+def _stop_workers(pool) -> None:
+    """Cancel the parts not started and end the worker processes of ``pool`` (points already stored stay)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        with contextlib.suppress(OSError, AttributeError, ValueError):
+            proc.terminate()
 
 
 def train_config(cfg: Figure1Config, language: str, vocab_size: int, kind: str):

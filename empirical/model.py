@@ -133,8 +133,10 @@ class ModelConfig:
                 self.window == 0 or 2 <= self.window <= span):
             raise ValueError(f"ModelConfig.window must be 0 or an integer in 2..{span} (runs inside the neighbourhood "
                              f"of neighbours = {self.neighbours}), got {self.window!r}")
-        if self.window and (self.vocab_size + 2) ** self.window > MAX_WINDOW_IDS:
-            raise ValueError(f"ModelConfig.window = {self.window} needs (V + 2)^w = {(self.vocab_size + 2) ** self.window} "
+        small = self.window <= 20 and self.vocab_size < 1 << 20  # (V + 2)^w computed only when it is small to write
+        if self.window and (not small or (self.vocab_size + 2) ** self.window > MAX_WINDOW_IDS):  # 3^13 > 2^20
+            ids = f" = {(self.vocab_size + 2) ** self.window}" if small else ""
+            raise ValueError(f"ModelConfig.window = {self.window} needs (V + 2)^w{ids} "
                              f"ids per table (V = {self.vocab_size}); at most {MAX_WINDOW_IDS} fit")
         if not isinstance(self.recurrent, int) or isinstance(self.recurrent, bool) or self.recurrent < 0:
             raise ValueError(f"ModelConfig.recurrent must be a non-negative integer (0: off), got {self.recurrent!r}")

@@ -58,7 +58,7 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -66,17 +66,17 @@ import numpy as np
 from mdmt.constructions.confidence import mean_interval
 from mdmt.constructions.resources import check_memory
 from mdmt.constructions.languages.io import language_digest
-from mdmt.constructions.languages.spec import canonical_spec, language_from_spec
-from mdmt.constructions.validation import positive_int, seed_of, token_array
+from mdmt.constructions.languages.spec import language_from_spec
+from mdmt.constructions.validation import seed_of, token_array
 
 from ._torch import torch
-from .checkpoint import check_writable, load_checkpoint, save_checkpoint
+from .checkpoint import check_writable, read_checkpoint, save_checkpoint
 from .device import torch_device
 from .model import (ModelConfig, Transformer, ar_loss, autocast, count_noise, diffusion_noise, estimated_bytes,
                     harmonic_noise, mdm_loss, mdm_loss_count, mdm_loss_harmonic)
 from .recipes import ESTIMATORS, RECIPES  # noqa: F401  (the recipes, defined once as plain data)
+from .run_config import FORMAT, TrainConfig, parameter_groups  # noqa: F401  (defined there, used and exported here)
 
-FORMAT = 2  # checkpoint layout
 QUICK_VAL = 256  # validation sequences of the evaluations during training (the final one takes them all)
 
 
@@ -103,19 +103,6 @@ def lr_factor(step: int, total: int, warmup_frac: float, restarts=()) -> float:
     k = max(i for i in range(len(bounds) - 1) if bounds[i] <= step) if step < total else len(bounds) - 2
     a, b = bounds[k], bounds[k + 1]
     return cosine_with_warmup(step - a, b - a, int(round(warmup_frac * (b - a))))
-
-
-def parameter_groups(model: Transformer, table_lr: float) -> list[dict]:
-    """The optimizer's parameter groups: the n-gram layer's table (if any) at ``table_lr`` times the learning rate.
-
-    Adam moves a parameter by at most about the learning rate per step, and a table logit has to travel
-    several nats (a peaked conditional law), where the weights of the network move by hundredths; a
-    table on the network's step size would need far more steps than the network (docs/empirical.md).
-    """
-    table, rest = [], []
-    for name, p in model.named_parameters():
-        (table if name.startswith("ngram.") else rest).append(p)
-    return [{"params": rest, "lr_scale": 1.0}] + ([{"params": table, "lr_scale": table_lr}] if table else [])
 
 
 class _Dist:
@@ -192,90 +179,6 @@ def _check_data(data, V: int, L: int) -> tuple[np.ndarray, np.ndarray]:
             raise ValueError(f"the {name} set has sequences of length {arr.shape[1]} but the model's seq_len is {L}")
         out.append(arr)
     return out[0], out[1]
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Everything a training run is a function of; saved whole in every checkpoint.
-
-    ``language`` is a language SPEC (``preset:2gram-ter:0``, ``interval:4``, a file); it may be
-    None when :func:`train` is given a language object, whose digest then identifies it.
-    ``estimator``: ``count`` or ``time`` (module docstring).  ``eval_every`` None means every
-    ``train_steps // 10`` steps; ``ckpt_every`` None means every ``train_steps // 20`` steps
-    (and at the end).  ``val_size`` sequences are drawn for validation (a stored data set brings
-    its own), each scored with ``val_draws`` mask draws at the end (the evaluations on the way look at the
-    first 256 sequences with at most 2 draws).  ``restarts``: the steps at which an
-    extension of a finished run started a new learning-rate cycle (set by :func:`train`).
-    """
-
-    model: ModelConfig
-    language: str | None = None
-    train_steps: int = 200
-    batch: int = 32
-    lr: float = 3e-4
-    seed: int = 0
-    estimator: str = "count"
-    t_min: float = 1e-3
-    warmup_frac: float = 0.1
-    grad_clip: float = 1.0
-    eval_every: int | None = None
-    val_size: int = 256
-    val_draws: int = 8
-    ckpt_every: int | None = None
-    restarts: tuple = ()
-    table_lr: float = 1.0  # the n-gram layer's table steps at table_lr * lr (ModelConfig.ngram)
-
-    def __post_init__(self):
-        if not isinstance(self.model, ModelConfig):
-            raise ValueError(f"TrainConfig.model must be a ModelConfig, got {type(self.model).__name__}")
-        if self.language is not None:
-            object.__setattr__(self, "language", canonical_spec(self.language))
-        for name in ("train_steps", "batch", "val_size", "val_draws"):
-            positive_int(f"TrainConfig.{name}", getattr(self, name))
-        positive_int("TrainConfig.seed", self.seed, minimum=0)
-        for name in ("eval_every", "ckpt_every"):
-            if getattr(self, name) is not None:
-                positive_int(f"TrainConfig.{name}", getattr(self, name))
-        if self.estimator not in ESTIMATORS:
-            raise ValueError(f"TrainConfig.estimator must be one of {', '.join(ESTIMATORS)}, got {self.estimator!r}")
-        checks = {"lr": (self.lr, lambda v: v > 0, "a positive finite number"),
-                  "t_min": (self.t_min, lambda v: 0 < v < 1, "in (0, 1)"),
-                  "warmup_frac": (self.warmup_frac, lambda v: 0 <= v <= 1, "in [0, 1]"),
-                  "grad_clip": (self.grad_clip, lambda v: v >= 0, "a finite number >= 0"),
-                  "table_lr": (self.table_lr, lambda v: v > 0, "a positive finite number")}
-        for name, (v, ok, what) in checks.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not ok(v):
-                raise ValueError(f"TrainConfig.{name} must be {what}, got {v!r}")
-        restarts = tuple(self.restarts)
-        for r in restarts:
-            positive_int("TrainConfig.restarts entry", r)
-        if list(restarts) != sorted(set(restarts)) or (restarts and restarts[-1] >= self.train_steps):
-            raise ValueError(f"TrainConfig.restarts must increase strictly and stay below train_steps = "
-                             f"{self.train_steps}, got {restarts}")
-        object.__setattr__(self, "restarts", restarts)
-
-    @property
-    def checkpoint_every(self) -> int:
-        return self.ckpt_every or max(1, self.train_steps // 20)
-
-    def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["model"] = self.model.to_dict()
-        d["restarts"] = list(self.restarts)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "TrainConfig":
-        d = dict(d)
-        d["model"] = ModelConfig(**d["model"])
-        d["restarts"] = tuple(d.get("restarts", ()))
-        unknown = sorted(set(d) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ValueError(f"unknown training settings {', '.join(unknown)}")
-        return cls(**d)
-
-    def with_(self, **changes) -> "TrainConfig":
-        return replace(self, **changes)
 
 
 def _differences(old: dict, new: dict, prefix: str = "") -> list[str]:
@@ -372,20 +275,21 @@ def paired_gap(model_nll: np.ndarray, exact_nll: np.ndarray, level: float = 0.95
 
 
 def load_model(path: str | os.PathLike, device="cpu") -> Transformer:
-    """The trained network stored in a checkpoint written by :func:`train` (digest checked, weights only)."""
-    state = load_checkpoint(path)
-    if state.get("format") != FORMAT:
-        raise ValueError(f"checkpoint {path} has format {state.get('format')!r}; this mdmt reads format {FORMAT}")
-    model = Transformer(TrainConfig.from_dict(state["config"]).model).to(device)
+    """The trained network stored in a checkpoint written by :func:`train` (digest checked, weights only).
+
+    The checkpoint's structure is checked before the network is built
+    (:func:`mdmt.empirical.checkpoint.read_checkpoint`): any problem is a ValueError with one line.
+    """
+    return load_run(path, device)[0]
+
+
+def load_run(path: str | os.PathLike, device="cpu") -> tuple[Transformer, TrainConfig, dict]:
+    """(model, configuration, checkpoint state) of a checkpoint written by :func:`train`, checked as by
+    :func:`load_model`; the model is built on ``device``."""
+    state, cfg = read_checkpoint(path)
+    model = Transformer(cfg.model).to(device)
     model.load_state_dict(state["model"])
-    return model.eval()
-
-
-def load_run(path: str | os.PathLike) -> tuple[Transformer, TrainConfig, dict]:
-    """(model, configuration, checkpoint state) of a checkpoint written by :func:`train`."""
-    model = load_model(path)
-    state = load_checkpoint(path)
-    return model, TrainConfig.from_dict(state["config"]), state
+    return model.eval(), cfg, state
 
 
 def _finite(model: torch.nn.Module) -> bool:
@@ -462,11 +366,8 @@ def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_pa
         if ckpt.exists():
             if not resume:
                 raise ValueError(f"{ckpt} already holds a checkpoint; resume it, or choose another path")
-            state = load_checkpoint(ckpt)
-            if state.get("format") != FORMAT:
-                raise ValueError(f"checkpoint {ckpt} has format {state.get('format')!r}; this mdmt resumes format "
-                                 f"{FORMAT}")
-            cfg = resumed_config(TrainConfig.from_dict(state["config"]), state["step"], cfg)
+            state, saved = read_checkpoint(ckpt, resume=True)  # digest, format and structure checked
+            cfg = resumed_config(saved, state["step"], cfg)
 
     def settings_of(c: TrainConfig) -> dict:
         s = {"config": c.to_dict(), "language_digest": language_digest(language)}

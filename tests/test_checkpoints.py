@@ -1,5 +1,7 @@
-"""Checkpoints and training runs you can trust: digests, weights-only loading, refusal of another language,
-periodic and signal-time checkpoints, early --out checks, divergence stops, extension to more steps."""
+"""Checkpoints and training runs you can trust: digests (mdmt's and sha256sum's formats), weights-only loading,
+refusal of non-regular files, atomic writes through atomic_file, refusal of another language, periodic and
+signal-time checkpoints, early --out checks, divergence stops, extension to more steps, the contract of
+mdmt evaluate.  tests/test_fuzz_checkpoints.py crafts hostile checkpoint contents."""
 
 from __future__ import annotations
 
@@ -10,18 +12,24 @@ pytestmark = pytest.mark.torch
 
 import mdmt.empirical  # noqa: F401  (before torch: it sets OMP_WAIT_POLICY, see its docstring)
 
+import contextlib
+import dataclasses
 import json
 import os
+import pickle
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import torch
 
 from mdmt.cli import main
-from mdmt.empirical.checkpoint import check_writable, load_checkpoint, save_checkpoint
+from mdmt.empirical.checkpoint import (FIELD_KINDS, CheckpointError, check_state, check_writable, load_checkpoint,
+                                       parse_digest, read_checkpoint, save_checkpoint)
 from mdmt.empirical.train import TrainConfig, TrainingDiverged, load_model, lr_factor, train
 from tests.helpers_empirical import _bigram, _cfg
 
@@ -225,3 +233,218 @@ def test_mdm_denoiser_refuses_non_finite_weights_naming_the_parameter():
         param.fill_(float("nan"))
     with pytest.raises(ValueError, match=rf"'{name}'"):
         den(x)
+
+
+# ----------------------------------------------------------------------------- a real tiny run, made once
+
+TINY = ["--language", "preset:2gram-ter", "-L", "8", "--train-steps", "2", "--batch", "4", "--val-size", "4",
+        "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """The folder of a real tiny MDM training run (``mdmt train``, two steps)."""
+    out = tmp_path_factory.mktemp("tiny") / "run"
+    assert main(["train", *TINY, "--out", str(out)]) == 0
+    return out
+
+
+def _copy_run(run, dest):
+    dest.mkdir(parents=True)
+    for name in ("ckpt.pt", "ckpt.pt.sha256"):
+        shutil.copy(run / name, dest / name)
+    return dest / "ckpt.pt"
+
+
+def _one_error_line(capsys, command):
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"mdmt {command}: error: "), err
+    return err[0]
+
+
+def test_the_real_checkpoint_passes_the_structural_check_and_resumes(tiny_run):
+    state, cfg = read_checkpoint(tiny_run / "ckpt.pt", resume=True)
+    assert cfg.model.seq_len == 8 and state["step"] == 2
+    assert check_state(state, "x", resume=True) == cfg
+
+
+def test_every_configuration_field_has_a_known_type():
+    """A new field of TrainConfig or ModelConfig needs a type that the checkpoint check knows."""
+    from mdmt.empirical.model import ModelConfig
+
+    for cls in (TrainConfig, ModelConfig):
+        for f in dataclasses.fields(cls):
+            assert f.type in FIELD_KINDS or (cls, f.name) == (TrainConfig, "model"), (cls.__name__, f.name, f.type)
+
+
+@pytest.mark.parametrize("text", ["{h}\n", "{H}\n", "{h}  ckpt.pt\n", "{h} *ckpt.pt\n", "{H}  run/ckpt.pt",
+                                  "SHA256 (ckpt.pt) = {h}\n", "\n{h}\n\n"])
+def test_a_digest_in_sha256sum_format_or_upper_case_is_accepted(tiny_run, tmp_path, capsys, text):
+    ckpt = _copy_run(tiny_run, tmp_path / "c")
+    h = (tmp_path / "c" / "ckpt.pt.sha256").read_text().strip()
+    (tmp_path / "c" / "ckpt.pt.sha256").write_text(text.format(h=h, H=h.upper()))
+    assert load_checkpoint(ckpt)["step"] == 2
+    assert main(["sample", "--checkpoint", str(ckpt), "-N", "2", "--num", "2"]) == 0
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("text", [b"garbage\n", b"\xff\xfe\x00", b"", b"{h}\n{h}\n", b"{h}0\n", b"{h}  a\nb\n",
+                                  b"x" * 5000])
+def test_a_damaged_digest_file_is_reported_naming_it(tiny_run, tmp_path, capsys, text):
+    ckpt = _copy_run(tiny_run, tmp_path / "c")
+    dpath = tmp_path / "c" / "ckpt.pt.sha256"
+    dpath.write_bytes(text.replace(b"{h}", dpath.read_bytes().strip()))
+    with pytest.raises(CheckpointError, match=f"the digest file {dpath} is damaged"):
+        load_checkpoint(ckpt)
+    assert main(["evaluate", "--checkpoint", str(ckpt)]) == 2
+    assert f"the digest file {dpath} is damaged" in _one_error_line(capsys, "evaluate")
+    assert parse_digest(b"0" * 64 + b"  name with  spaces\n") == "0" * 64
+
+
+@contextlib.contextmanager
+def _deadline(seconds):
+    """Fail instead of hanging (a FIFO opened for reading waits for a writer)."""
+    def expired(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_a_device_or_a_folder_is_refused_by_its_kind(tiny_run, tmp_path, capsys):
+    fifo = tmp_path / "fifo.pt"
+    os.mkfifo(fifo)
+    cases = [(fifo, "is a FIFO, not a regular file"), ("/dev/zero", "is a character device, not a regular file"),
+             (tmp_path, "is a folder, not a regular file")]
+    commands = [("sample", ["-N", "2", "--num", "2"]), ("evaluate", []),
+                ("adaptive", ["--language", "preset:2gram-ter", "-L", "8", "--steps", "2", "--num", "2"])]
+    for path, words in cases:
+        if not os.path.exists(path):
+            continue
+        for command, extra in commands:
+            head = [command] if command != "adaptive" else ["adaptive", "sample"]
+            argv = head + ["--checkpoint", str(path), *extra]
+            with _deadline(30):
+                assert main(argv) == 2
+            line = _one_error_line(capsys, command)
+            assert f"checkpoint {path} {words}" in line and "does not exist" not in line, line
+        with _deadline(30), pytest.raises(CheckpointError, match=words):
+            load_model(path)
+    # the checkpoint of a --resume, and a digest file, that are FIFOs
+    out = tmp_path / "resume"
+    out.mkdir()
+    os.mkfifo(out / "ckpt.pt")
+    with _deadline(30):
+        assert main(["train", "--resume", "--out", str(out), "--no-progress"]) == 2
+    assert "is a FIFO, not a regular file" in _one_error_line(capsys, "train")
+    ckpt = _copy_run(tiny_run, tmp_path / "d")
+    (tmp_path / "d" / "ckpt.pt.sha256").unlink()
+    os.mkfifo(tmp_path / "d" / "ckpt.pt.sha256")
+    with _deadline(30), pytest.raises(CheckpointError, match=r"digest file .* is a FIFO"):
+        load_checkpoint(ckpt)
+    assert not main(["sample", "--checkpoint", str(tmp_path / "nothing.pt"), "-N", "2"]) == 0
+    assert "does not exist" in _one_error_line(capsys, "sample")
+
+
+def test_a_pickle_that_is_not_weights_only_gives_one_line_and_no_torch_warning(tmp_path, capsys):
+    from mdmt.empirical.checkpoint import file_digest
+
+    path = tmp_path / "ckpt.pt"
+    path.write_bytes(pickle.dumps({"format": 2}, protocol=4))  # torch.load warns about the protocol
+    (tmp_path / "ckpt.pt.sha256").write_text(file_digest(path) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["sample", "--checkpoint", str(path), "-N", "2"]) == 2
+    assert "cannot be read safely" in _one_error_line(capsys, "sample") and not caught, [str(w.message) for w in caught]
+    proc = subprocess.run([sys.executable, "-m", "mdmt", "sample", "--checkpoint", str(path), "-N", "2"],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1  # no warning printed before the error
+    assert proc.stderr.startswith("mdmt sample: error: ") and "cannot be read safely" in proc.stderr
+
+
+def _temporaries(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_checkpoint_writes_use_atomic_file_temporaries(tmp_path, monkeypatch):
+    from mdmt.constructions import outputs
+
+    path = tmp_path / "c.pt"
+    stale = tmp_path / f".c.pt.mdmt-{outputs._host_tag()}-999999999.abcdefgh.tmp"  # left by a killed run
+    stale.write_bytes(b"partial")
+    save_checkpoint(path, {"a": torch.ones(2)})
+    assert not stale.exists() and _temporaries(tmp_path) == []
+    assert (path.stat().st_mode & 0o777) == 0o666 & ~outputs._umask()  # not mkstemp's private 0600
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def full_disk(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(ValueError, match="No space left on device"):
+        save_checkpoint(path, {"a": torch.zeros(3)})
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # old checkpoint, digest, no temporaries
+    if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        pytest.skip("SIGTERM is handled by the test runner")
+    def killed_while_writing(fd):  # SIGTERM while the checkpoint's own temporary is being flushed
+        if any(name.startswith(".c.pt.mdmt-") for name in os.listdir(tmp_path)):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(os, "fsync", killed_while_writing)
+    with pytest.raises(outputs.Terminated):
+        save_checkpoint(path, {"a": torch.zeros(3)})
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert torch.equal(load_checkpoint(path)["a"], torch.ones(2))
+
+
+def test_ar_with_learning_error_num_is_refused_naming_both_flags_before_any_work(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", *TINY, "--ar", "--learning-error-num", "8", "--out", str(out)]) == 2
+    line = _one_error_line(capsys, "train")
+    assert "--ar" in line and "--learning-error-num" in line
+    assert not out.exists()
+
+
+def test_evaluate_prints_the_documented_fields(tiny_run, tmp_path, capsys):
+    ckpt = tiny_run / "ckpt.pt"
+    common = ["evaluate", "--checkpoint", str(ckpt), "--steps", "2,4", "--num", "8", "--val-num", "4",
+              "--learning-error-num", "4", "--batch", "8"]
+    assert main(common + ["--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["checkpoint"] == str(ckpt) and res["language"] == "preset:2gram-ter:0"
+    assert res["kind"] == "mdm" and res["L"] == 8 and res["parameters"] == load_model(ckpt).num_parameters()
+    g = res["val_gap"]
+    assert g["num"] == 4 and g["ci"][0] <= g["gap"] <= g["ci"][1]
+    assert g["gap"] == pytest.approx(g["model_nll"] - g["exact_nll"]) and g["exact_nll"] > 0
+    le = res["learning_error"]
+    assert le["num_sequences"] == 4 and 0 <= le["q90"] <= le["q99"] <= le["max"] and le["ci"][0] <= le["mean"]
+    assert [p["N"] for p in res["points"]] == [2, 4]
+    for p in res["points"]:
+        assert 1 <= p["nfe_mean"] <= p["N"] and 0 <= p["ser_ci"][0] <= p["ser"] <= p["ser_ci"][1] <= 1
+        assert p["gen_perplexity"] >= 1 and p["gen_nll_per_token"] == pytest.approx(np.log(p["gen_perplexity"]))
+        assert p["gen_perplexity_ci"][0] <= p["gen_perplexity"] <= p["gen_perplexity_ci"][1] and p["seconds"] >= 0
+    assert main(common) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0] == f"MDM network, {res['parameters']} parameters, language preset:2gram-ter:0, L = 8"
+    assert text[1].startswith("paired validation gap") and text[2].startswith("learning error")
+    assert text[3].split() == ["N", "NFE", "SER", "SER", "95%", "CI", "gen.", "perplexity", "95%", "CI"]
+    assert [row.split()[0] for row in text[5:]] == ["2", "4"]
+    # below the network's length an MDM has no validation gap (its NELBO is over its whole length)
+    assert main(["evaluate", "--checkpoint", str(ckpt), "-L", "4", "--steps", "2", "--num", "4",
+                 "--learning-error-num", "0", "--json"]) == 0
+    short = json.loads(capsys.readouterr().out)
+    assert short["L"] == 4 and short["val_gap"] is None and "learning_error" not in short
+    # an AR network: one point at N = L, no learning error
+    ar = tmp_path / "ar"
+    assert main(["train", *TINY, "--ar", "--out", str(ar)]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "--checkpoint", str(ar / "ckpt.pt"), "--num", "4", "--val-num", "4", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["kind"] == "ar" and "learning_error" not in res and [p["N"] for p in res["points"]] == [8]
+    assert res["points"][0]["nfe_mean"] == 8 and res["val_gap"]["num"] == 4

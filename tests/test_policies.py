@@ -102,6 +102,16 @@ def test_exact_law_with_another_denoiser_equals_brute_force(spec):
     np.testing.assert_allclose(law.result.p, p_ref, atol=1e-12)
 
 
+def test_boundary_laws_by_hand():
+    """w(u) proportional to 1/(L - u) (tc), 1/u (dtc), 1 (uniform), u = 1..L-1 (policies.py's docstring).
+    L = 4: tc 1/3, 1/2, 1 (sum 11/6) -> 2/11, 3/11, 6/11; dtc 1, 1/2, 1/3 -> 6/11, 3/11, 2/11.
+    L = 5: tc 1/4, 1/3, 1/2, 1 (sum 25/12) -> 3/25, 4/25, 6/25, 12/25."""
+    np.testing.assert_allclose(cut_weights(4, "tc"), [2 / 11, 3 / 11, 6 / 11], rtol=1e-15)
+    np.testing.assert_allclose(cut_weights(4, "dtc"), [6 / 11, 3 / 11, 2 / 11], rtol=1e-15)
+    np.testing.assert_allclose(cut_weights(4, "uniform"), [1 / 3] * 3, rtol=1e-15)
+    np.testing.assert_allclose(cut_weights(5, "tc"), [3 / 25, 4 / 25, 6 / 25, 12 / 25], rtol=1e-15)
+
+
 def test_random_sizes_law_equals_enumeration_of_draws():
     """The inclusion-exclusion law of the step sizes equals the enumeration of every boundary draw, for each law."""
     L, N = 6, 4

@@ -16,7 +16,7 @@ trip is exact.
 
 The ``.npz`` form holds the same arrays under the same names plus a ``meta``
 entry (a JSON string with the scalar keys); it is chosen by the ``.npz``
-extension, every other extension means JSON.
+extension in any case (``.NPZ`` too), every other extension means JSON.
 
 Every malformed file raises ``ValueError`` naming the file and the missing or
 invalid key (and, for arrays, the offending row or entry).
@@ -147,20 +147,26 @@ def language_from_dict(d: dict, where: str = "language"):
     raise ValueError(f"{where}: invalid key 'kind': unknown kind {kind!r} (expected 'hmm' or 'ngram')")
 
 
+def is_npz(path) -> bool:
+    """Whether a language file path names NumPy's ``.npz`` form: its extension, in any case."""
+    return Path(path).suffix.lower() == ".npz"
+
+
 def save_language(language, path, *, name: str | None = None, metadata: dict | None = None) -> Path:
-    """Write ``language`` to ``path``: NumPy's ``.npz`` for that extension, JSON for any other.
+    """Write ``language`` to ``path``: NumPy's ``.npz`` for that extension (any case), JSON for any other.
 
     ``name`` and ``metadata`` (a JSON-serialisable dict) are stored alongside.  The file is
     written atomically (:func:`mdmt.constructions.outputs.atomic_file`): on any error, a full
     disk included, ``path`` keeps its old content and an ``OutputError`` names it.
     """
     path = Path(path)
-    if path.suffix != ".npz" and isinstance(language, (HMM, NGram)):
+    npz = is_npz(path)
+    if not npz and isinstance(language, (HMM, NGram)):
         entries = sum(a.size for a in _arrays(language))
         check_memory(f"writing {path} as JSON ({entries} probabilities)", _JSON_BYTES_PER_ENTRY * entries,
                      "write an .npz file instead")
     d = language_to_dict(language, name=name, metadata=metadata)
-    if path.suffix == ".npz":
+    if npz:
         arrays = {k: np.asarray(v, dtype=np.float64) for k, v in d.items() if k in ("initial", "transition", "emission")}
         meta = json.dumps({k: v for k, v in d.items() if k not in arrays}, allow_nan=False)
         with atomic_file(path, "wb") as fh:
@@ -186,7 +192,7 @@ _JSON_BYTES_PER_BYTE = 6  # a JSON number of ~20 characters becomes a float obje
 
 def _check_readable(path: Path) -> None:
     """Refuse a missing path, or one that is not a regular file (a folder, FIFO or device), before opening it."""
-    if not path.exists():
+    if not (path.exists() or path.is_symlink()):
         raise FileNotFoundError(2, "No such file or directory", str(path))
     regular_file(path, f"{path}:", "a language file")
 
@@ -230,7 +236,7 @@ def read_document(path) -> dict:
     """The raw document of a language file (JSON object, or the arrays and metadata of an ``.npz``)."""
     path = Path(path)
     _check_readable(path)
-    if path.suffix == ".npz":
+    if is_npz(path):
         _check_npz_sizes(path)
         try:
             with np.load(path, allow_pickle=False) as z:

@@ -53,7 +53,7 @@ def _parse(spec) -> tuple[str, tuple]:
         if not 2 <= l <= MAX_INTERVAL_LENGTH:
             raise ValueError(f"language {spec!r}: interval length l = {l} must be in 2..{MAX_INTERVAL_LENGTH}")
         return "interval", (l,)
-    if not Path(spec).exists():
+    if not (Path(spec).exists() or Path(spec).is_symlink()):  # a symlink loop is reported when it is read
         hint = ""
         if spec in PRESETS:
             hint = f" (did you mean preset:{spec}?)"

@@ -37,7 +37,7 @@ def add_language(parser, required: bool = True, help_extra: str = "") -> None:
 
 
 def add_length(parser, required: bool = True, default=None, help: str = "sequence length L") -> None:
-    parser.add_argument("--length", "-L", type=int, required=required, default=default, help=help)
+    parser.add_argument("--length", "-L", type=integer, required=required, default=default, help=help)
 
 
 def add_steps(parser, required: bool = True, default=None, many: bool = False) -> None:
@@ -45,7 +45,7 @@ def add_steps(parser, required: bool = True, default=None, many: bool = False) -
         parser.add_argument("--steps", "-N", required=required, default=default, metavar="N,N,...",
                             help="sampling steps N, comma-separated" + (f" (default {default})" if default else ""))
     else:
-        parser.add_argument("--steps", "-N", type=int, required=required, default=default, help="sampling steps N")
+        parser.add_argument("--steps", "-N", type=integer, required=required, default=default, help="sampling steps N")
 
 
 def add_schedule(parser, default: str = "linear") -> None:
@@ -60,21 +60,38 @@ def add_model(parser, default: str = "tiny") -> None:
 
 
 def add_num(parser, default: int, what: str = "sequences") -> None:
-    parser.add_argument("--num", "-M", type=int, default=default, help=f"number of {what} (default {default})")
+    parser.add_argument("--num", "-M", type=integer, default=default, help=f"number of {what} (default {default})")
 
 
 def add_seed(parser, default: int = 0, what: str = "") -> None:
     parser.add_argument("--seed", type=seed_value, default=default, help=f"random seed{what} (default {default})")
 
 
+INT64_MAX = 2**63 - 1
+"""The largest integer an option takes: every count, length and seed fits a signed 64-bit integer."""
+
+
+def integer(text: str) -> int:
+    """The ``type`` of integer options: an integer that fits 64 bits, so that no later NumPy
+    conversion can wrap it around (argparse names the flag in its error, with the value as given)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if not -INT64_MAX - 1 <= value <= INT64_MAX:
+        raise argparse.ArgumentTypeError(f"{text.strip()} is out of range (mdmt takes integers of at most "
+                                         f"{INT64_MAX})")
+    return value
+
+
 def seed_value(text: str) -> int:
-    """The ``type`` of every ``--seed``: a non-negative integer (argparse names the flag in its error)."""
+    """The ``type`` of every ``--seed``: an integer in 0..2**63-1 (argparse names the flag in its error)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    if not 0 <= value <= INT64_MAX:
+        raise argparse.ArgumentTypeError(f"must be an integer in 0..{INT64_MAX}, got {text.strip()}")
     return value
 
 
@@ -89,17 +106,38 @@ def add_force(parser) -> None:
 
 # ----------------------------------------------------------------------------- parsing helpers
 
-def load_language(spec: str):
-    """The language a SPEC names (``preset:NAME[:SEED]``, ``interval:l`` or a file)."""
+def load_language(spec: str, flag: str = "--language"):
+    """The language a SPEC names (``preset:NAME[:SEED]``, ``interval:l`` or a file); an error names ``flag``
+    and the SPEC as given (``--language x.json: invalid JSON (...)``), keeping its class."""
     from mdmt.constructions.languages.spec import language_from_spec
 
-    return language_from_spec(spec)
+    try:
+        return language_from_spec(spec)
+    except ValueError as exc:
+        msg, text = str(exc), str(spec).strip()
+        if msg.startswith("language "):  # language 'SPEC': ... (the grammar's errors)
+            exc.args = (f"{flag} {msg[len('language '):]}",)
+        elif text and msg.startswith(text):  # FILE: ... (a language file's errors)
+            exc.args = (f"{flag} {msg}",)
+        else:
+            exc.args = (f"{flag} {text or repr(spec)}: {msg}",)
+        raise
+
+
+_SCHEDULE_BYTES_PER_STEP = 48  # the time grid, alpha on it, pi and their temporaries (float64)
 
 
 def schedule_pi(spec: str, N: int) -> np.ndarray:
-    """Reveal probabilities pi (N,) of a schedule SPEC: the CLI's one boundary from schedule to pi."""
+    """Reveal probabilities pi (N,) of a schedule SPEC: the CLI's one boundary from schedule to pi.
+
+    ``--steps N`` is checked against the memory limit first, naming the flag (N + 1 grid points of a
+    huge N would otherwise wrap around in NumPy)."""
+    from mdmt.constructions.resources import check_memory
     from mdmt.constructions.reverse.schedules import reveal_probabilities
 
+    if isinstance(N, int) and N >= 1:
+        check_memory(f"--steps {N}: the schedule's {N} reveal probabilities", _SCHEDULE_BYTES_PER_STEP * N,
+                     "use fewer --steps")
     return reveal_probabilities(spec.strip() if isinstance(spec, str) else spec, N)
 
 
@@ -114,6 +152,9 @@ def int_list(flag: str, text: str, minimum: int = 1) -> list[int]:
     bad = [v for v in vals if v < minimum]
     if bad:
         raise ValueError(f"{flag} values must be >= {minimum}, got {bad[0]}")
+    big = [v for v in vals if v > INT64_MAX]
+    if big:
+        raise ValueError(f"{flag} value {big[0]} is out of range (mdmt takes integers of at most {INT64_MAX})")
     return vals
 
 

@@ -5,8 +5,11 @@ exact output law at small L; ``ser`` the SER study on the interval HMM; ``ter`` 
 n-gram (docs/adaptive.md).
 """
 
-from ._common import (add_json, add_language, add_length, add_num, add_seed, add_steps, format_table, int_list,
-                      load_language, name_list, print_json, print_quantities)
+from ._common import (add_force, add_json, add_language, add_length, add_num, add_seed, add_steps, at_least,
+                      format_table, int_list, integer, load_language, name_list, print_json, print_quantities)
+
+SER_COLUMNS = ["l", "L", "policy", "N", "steps", "ser", "ci", "nfe", "method", "reached", "theorem44_lower"]
+TER_COLUMNS = ["language", "L", "policy", "steps", "parameter", "kl_per_token", "ci", "nfe"]
 
 
 def _policy(p, default="confidence"):
@@ -27,7 +30,17 @@ def _instance(p):
 
 def _outputs(p, what):
     p.add_argument("--out", help=f"write {what}.csv, {what}.json (with provenance) and {what}.png into this folder")
+    add_force(p)
     add_json(p)
+
+
+def written_by_mdmt(kind: str) -> dict:
+    """The files of an ``adaptive ser|ter`` folder and how each is recognised as mdmt's (the folder rule of --out)."""
+    from mdmt.constructions.outputs import csv_header_is, json_with_provenance, png_written_by
+
+    name, columns = f"adaptive_{kind}", SER_COLUMNS if kind == "ser" else TER_COLUMNS
+    return {f"{name}.csv": lambda p: csv_header_is(p, columns), f"{name}.json": json_with_provenance,
+            f"{name}.png": lambda p: png_written_by(p, f"adaptive {kind}")}
 
 
 def add_arguments(p):
@@ -53,7 +66,7 @@ def add_arguments(p):
     r.add_argument("--interval-lengths", default="3,4,5", help="interval lengths l, comma-separated (default 3,4,5)")
     r.add_argument("--intervals", default="4,8,16,32,64",
                    help="numbers of intervals K (L = K l), comma-separated (default 4,8,16,32,64)")
-    r.add_argument("--curve-length", type=int, default=60,
+    r.add_argument("--curve-length", type=integer, default=60,
                    help="the length L of the SER-against-N curves, a multiple of every l (default 60)")
     r.add_argument("--policies", default=SER_POLICIES, metavar="SPEC,SPEC,...", help="policies, comma-separated")
     r.add_argument("--target", type=float, default=0.1, help="SER target (default 0.1)")
@@ -73,13 +86,19 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    if getattr(args, "out", None) and args.kind in ("ser", "ter"):
-        from mdmt.constructions.outputs import check_output_folder
-        from mdmt.provenance import record
+    command = {"sample": _sample, "exact": _exact, "ser": _ser, "ter": _ter}[args.kind]
+    if not (getattr(args, "out", None) and args.kind in ("ser", "ter")):
+        return command(args)
+    from mdmt.constructions.locks import output_lock
+    from mdmt.constructions.outputs import check_output_folder
+    from mdmt.provenance import record
 
-        check_output_folder(args.out)  # before the work
+    # before the work: a file there that mdmt did not write is refused unless --force, and one run writes at a time
+    same = written_by_mdmt(args.kind)
+    check_output_folder(args.out, files=list(same), force=args.force, same=same)
+    with output_lock(args.out):
         args.provenance = record()  # the command, commit and machine, taken when the run starts
-    return {"sample": _sample, "exact": _exact, "ser": _ser, "ter": _ter}[args.kind](args)
+        return command(args)
 
 
 def _denoiser(args, lang):
@@ -107,10 +126,20 @@ def _sample(args) -> int:
     from mdmt.constructions.reverse.policies import parse_policy
     from mdmt.constructions.reverse.policy_sampler import sample_policy, teacher_forced_estimate
 
+    from mdmt.constructions.resources import check_memory
+
+    _check_instance(args)
+    at_least("--num", args.num)
     lang = load_language(args.language)
+    check_memory(f"--num {args.num} samples of --length {args.length} with their reveal steps",
+                 _BYTES_PER_POSITION * args.num * args.length + 16 * min(args.num, 512) * args.length * lang.n_symbols,
+                 "use a smaller --num or --length")
     pol = parse_policy(args.policy, args.steps, cap=True)
     den, what = _denoiser(args, lang)
-    res = sample_policy(lang, args.length, pol, args.num, denoiser=den, seed=args.seed)
+    try:
+        res = sample_policy(lang, args.length, pol, args.num, denoiser=den, seed=args.seed)
+    except ValueError as exc:
+        raise _more_steps_than_positions(args, exc) from None
     metrics = sample_metrics(lang, res.samples)
     out = {"length": args.length, "steps": args.steps, "policy": pol.spec, "denoiser": what, **metrics,
            "nfe_mean": float(res.nfe.mean())}
@@ -129,15 +158,36 @@ def _exact(args) -> int:
     from mdmt.constructions.reverse.policies import parse_policy
     from mdmt.constructions.reverse.policy_exact import exact_policy_law, teacher_forced
 
+    _check_instance(args)
     lang = load_language(args.language)
     pol = parse_policy(args.policy, args.steps, cap=True)
-    law = exact_policy_law(lang, args.length, pol, support_only=False)
+    try:
+        law = exact_policy_law(lang, args.length, pol, support_only=False)
+    except ValueError as exc:
+        raise _more_steps_than_positions(args, exc) from None
     tf = teacher_forced(lang, args.length, pol)
     out = {"length": args.length, "steps": args.steps, "policy": pol.spec, "kl_nats": law.result.kl_nats,
            "kl_bits_per_token": law.result.kl_bits_per_token, "ser": law.result.ser,
            "expected_nfe": law.expected_nfe, **{f"teacher_forced_{k}": v for k, v in tf.items()}}
     print_quantities(out, args.json)
     return 0
+
+
+_BYTES_PER_POSITION = 48  # the policy sampler's (num, L) arrays: tokens, reveal steps, uniforms, keys and masks
+
+
+def _check_instance(args) -> None:
+    """--length and --steps of sample and exact, checked naming the flags before any library call."""
+    at_least("--length", args.length)
+    at_least("--steps", args.steps)
+
+
+def _more_steps_than_positions(args, exc: ValueError) -> ValueError:
+    """The library's refusal of N > L for a fixed-size rule, told with the flags (threshold rules may take N > L)."""
+    if args.steps is not None and str(exc).startswith(f"N = {args.steps} steps > L = {args.length}:"):
+        return ValueError(f"--steps {args.steps} > --length {args.length}: --policy {args.policy} reveals at least "
+                          "one position per step")
+    return exc
 
 
 def _check_target(target: float, what: str) -> float:
@@ -153,7 +203,8 @@ def _ser(args) -> int:
     Ks = int_list("--intervals", args.intervals)
     specs = name_list("--policies", args.policies, "policy")
     target = _check_target(args.target, "an SER")
-    Lc = args.curve_length
+    at_least("--num", args.num)
+    Lc = at_least("--curve-length", args.curve_length)
     bad = [l for l in ls if Lc % l]
     if bad:
         raise ValueError(f"--curve-length {Lc} is not a multiple of the interval length {bad[0]}")
@@ -232,10 +283,11 @@ def _ter(args) -> int:
     from mdmt.bounds.adaptive import min_steps_ter
 
     spec = args.language or "preset:3gram-ter"
-    lang = load_language(spec)
     lengths = int_list("--lengths", args.lengths)
     specs = name_list("--policies", args.policies, "policy")
     target = _check_target(args.target, "nats per token")
+    at_least("--num", args.num)
+    lang = load_language(spec)
     rows = []
     for L in lengths:
         for p in specs:
@@ -299,8 +351,7 @@ def _write_ser(res, out, provenance):
     from mdmt.constructions.outputs import save_figure
 
     folder = _save(res, out, "adaptive_ser", provenance)
-    _csv(folder / "adaptive_ser.csv", res["curves"] + res["min_steps"],
-         ["l", "L", "policy", "N", "steps", "ser", "ci", "nfe", "method", "reached", "theorem44_lower"])
+    _csv(folder / "adaptive_ser.csv", res["curves"] + res["min_steps"], SER_COLUMNS)
     ls = sorted({r["l"] for r in res["curves"]})
     specs = list(dict.fromkeys(r["policy"] for r in res["curves"] + res["min_steps"]))
     color = _colors(specs)
@@ -356,8 +407,7 @@ def _write_ter(res, out, provenance):
     from mdmt.constructions.outputs import save_figure
 
     folder = _save(res, out, "adaptive_ter", provenance)
-    _csv(folder / "adaptive_ter.csv", res["rows"],
-         ["language", "L", "policy", "steps", "parameter", "kl_per_token", "ci", "nfe"])
+    _csv(folder / "adaptive_ter.csv", res["rows"], TER_COLUMNS)
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     specs = list(dict.fromkeys(r["policy"] for r in res["rows"]))
     color = _colors(specs)

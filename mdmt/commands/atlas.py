@@ -1,7 +1,7 @@
 """``mdmt atlas``: the exact KL of every reverse process beside the published bounds, on one small instance."""
 
-from ._common import (add_json, add_language, add_length, add_steps, format_table, load_language, name_list,
-                      print_json)
+from ._common import (add_force, add_json, add_language, add_length, add_steps, format_table, load_language,
+                      name_list, print_json)
 
 _SHOW = ("process", "expected_nfe", "kl", "ser", "assignment_kl", "chain_bound", "li_cai", "tc_ratio", "dtc_ratio",
          "pb_lower")
@@ -18,7 +18,20 @@ def add_arguments(p):
     p.add_argument("--processes", default=ATLAS_PROCESSES, metavar="SPEC,SPEC,...",
                    help=f"reverse processes, comma-separated: {POLICY_FORMS} (default: all of them)")
     p.add_argument("--out", help="write atlas.csv, atlas.json (with provenance) and atlas.png into this folder")
+    add_force(p)
     add_json(p)
+
+
+OUTPUTS = ("atlas.csv", "atlas.json", "atlas.png")
+
+
+def written_by_mdmt() -> dict:
+    """How each file of an atlas folder is recognised as mdmt's (the folder rule of --out, docs/reliability.md)."""
+    from mdmt.bounds.atlas import COLUMNS
+    from mdmt.constructions.outputs import csv_header_starts, json_with_provenance, png_written_by
+
+    return {"atlas.csv": lambda p: csv_header_starts(p, COLUMNS), "atlas.json": json_with_provenance,
+            "atlas.png": lambda p: png_written_by(p, "atlas")}
 
 
 def _cell(v, mark=None):
@@ -30,16 +43,23 @@ def _cell(v, mark=None):
 
 
 def run(args) -> int:
+    if not args.out:
+        return _run(args, None)
+    from mdmt.constructions.locks import output_lock
+    from mdmt.constructions.outputs import check_output_folder
+    from mdmt.provenance import record
+
+    name_list("--processes", args.processes, "reverse process")
+    # before the work: a file there that mdmt did not write is refused unless --force, and one run writes at a time
+    check_output_folder(args.out, files=OUTPUTS, force=args.force, same=written_by_mdmt())
+    with output_lock(args.out):
+        return _run(args, record())  # the command, commit and machine, taken when the run starts
+
+
+def _run(args, prov) -> int:
     from mdmt.bounds.atlas import atlas
 
     processes = ",".join(name_list("--processes", args.processes, "reverse process"))
-    prov = None
-    if args.out:
-        from mdmt.constructions.outputs import check_output_folder
-        from mdmt.provenance import record
-
-        check_output_folder(args.out)  # before the work
-        prov = record()  # the command, commit and machine, taken when the run starts
     lang = load_language(args.language)
     res = atlas(lang, args.length, args.steps, processes)
     res["instance"]["language"] = args.language

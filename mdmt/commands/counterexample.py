@@ -1,11 +1,12 @@
 """``mdmt counterexample``: write the interval counterexample HMM of Theorem 4.4 (Example C.7, Note C.8)."""
 
-from ._common import add_force, add_json, print_json
+from ._common import add_force, add_json, integer, print_json
 
 
 def add_arguments(p):
-    p.add_argument("--interval-length", "-l", type=int, default=5, help="interval length l >= 2 (default 5: 16 symbols)")
-    p.add_argument("--out", required=True, help="output file (.json, or .npz)")
+    p.add_argument("--interval-length", "-l", type=integer, default=5,
+                   help="interval length l >= 2 (default 5: 16 symbols)")
+    p.add_argument("--out", required=True, help="output file (.npz, in any case, for NumPy's format; JSON otherwise)")
     add_force(p)
     add_json(p)
 
@@ -16,7 +17,10 @@ def run(args) -> int:
     from mdmt.constructions.languages.io import written_for
     from mdmt.constructions.outputs import check_output_file
 
-    l = check_interval_length(args.interval_length)
+    try:
+        l = check_interval_length(args.interval_length)
+    except ValueError as exc:
+        raise ValueError(f"--interval-length {args.interval_length}: {exc}") from None
     name = f"interval-l{l}"
     metadata = {"construction": "interval counterexample (Theorem 4.4)", "interval_length": l,
                 "pairs_per_interval": l * (l - 1) // 2, "spec": f"interval:{l}"}

@@ -2,7 +2,7 @@
 
 import math
 
-from ._common import add_force, add_json, add_length, at_least, format_table, int_list, print_json
+from ._common import add_force, add_json, add_length, at_least, format_table, int_list, integer, print_json
 
 HEADERS = {"ter": ["L", "N", "chain_bound", "theorem42_bound"], "ser": ["N", "C", "oracle_ser", "theorem44_lower",
                                                                         "theorem43_upper"]}
@@ -23,9 +23,9 @@ def add_arguments(p):
     ter = sub.add_parser("ter", help="the (C4) chain bound on the TER gap against N, for several L (n-gram)",
                          description="the (C4) chain bound on the TER gap against N for several L, and the smallest N "
                                      "meeting the Theorem 4.2 target eps_learning + 4 eps log|V|")
-    ter.add_argument("--n", type=int, default=3, help="n-gram order (default 3)")
+    ter.add_argument("--n", type=integer, default=3, help="n-gram order (default 3)")
     ter.add_argument("--eps", type=float, default=0.05, help="the epsilon of Theorem 4.2 (default 0.05)")
-    ter.add_argument("--vocab", type=int, default=8, help="vocabulary size |V| (default 8)")
+    ter.add_argument("--vocab", type=integer, default=8, help="vocabulary size |V| (default 8)")
     ter.add_argument("--lengths", default="256,1024,4096", help="comma-separated lengths L (default 256,1024,4096)")
     ter.add_argument("--schedule", default="warmstart", choices=TER_SCHEDULES,
                      help="schedule (default warmstart, whose first step reveals the fraction eps)")
@@ -34,7 +34,7 @@ def add_arguments(p):
     ser = sub.add_parser("ser", help="exact oracle SER on the interval HMM with the Theorem 4.3/4.4 bounds",
                          description="exact oracle SER on the interval HMM against N = C L, the Theorem 4.4 lower "
                                      "bound, the Theorem 4.3 upper bound and the critical constant C")
-    ser.add_argument("--interval-length", "-l", type=int, default=5, help="interval length l (default 5)")
+    ser.add_argument("--interval-length", "-l", type=integer, default=5, help="interval length l (default 5)")
     add_length(ser, required=False, default=1000, help="sequence length L, a multiple of l (default 1000)")
     ser.add_argument("--eps-learning", type=float, default=1 / 128,
                      help="learning error of the Theorem 4.4 bound (default 1/128, the theorem's threshold)")
@@ -50,11 +50,32 @@ def _finite(flag: str, value, low: float = 0.0, low_open: bool = False, high: fl
     return value
 
 
+MAX_SER_LENGTH = 1 << 27  # the O(L) P_distinct of the Theorem 4.3 bound (mdmt.bounds.curves.p_distinct_linear)
+
+
+def _check_ser(l: int, L: int) -> None:
+    """--interval-length and --length of ``curve ser``, checked naming the flags before the library sees them."""
+    from mdmt.constructions.reverse.interval_closed_forms import MAX_INTERVAL
+
+    at_least("--interval-length", l, 2)
+    at_least("--length", L, 1)
+    if l > MAX_INTERVAL:
+        raise ValueError(f"--interval-length {l}: the exact closed forms of interval length l = {l} cost O(l^2 log N) "
+                         f"per point; mdmt's limit is l <= {MAX_INTERVAL}")
+    if L % l:
+        raise ValueError(f"--length {L}: L={L} is not a multiple of the interval length l={l} (--interval-length)")
+    if L > MAX_SER_LENGTH:
+        raise ValueError(f"--length {L}: the Theorem 4.3 bound at N >= L costs O(L) memory and time; mdmt's limit "
+                         f"is --length <= {MAX_SER_LENGTH}")
+
+
 def run(args) -> int:
     from mdmt.bounds.curves import ser_curve, ter_curve
     from mdmt.constructions.outputs import check_output_file, csv_header_is, png_written_by, write_csv
 
     header = HEADERS[args.kind]
+    if args.force and not (args.csv or args.plot):
+        raise ValueError("--force applies to --csv or --plot (it lets them replace a file mdmt did not write)")
     if args.csv:  # before the work: a bad path, or a file that is not mdmt's, fails at once
         check_output_file(args.csv, force=args.force, same=lambda p: csv_header_is(p, header), flag="--csv")
     if args.plot:
@@ -68,8 +89,7 @@ def run(args) -> int:
         eps = _finite("--eps", args.eps, 0.0, low_open=True, high=1.0)
         out = ter_curve(args.n, eps, lengths, args.vocab, eps_learning, args.schedule)
     else:
-        at_least("--interval-length", args.interval_length, 2)
-        at_least("--length", args.length, 1)
+        _check_ser(args.interval_length, args.length)
         out = ser_curve(args.interval_length, args.length, eps_learning)
     if args.csv:
         write_csv(args.csv, header, out["rows"])

@@ -11,15 +11,20 @@ trains on a stored set.
 
 from __future__ import annotations
 
-from ._common import add_force, add_json, add_language, add_length, add_num, add_seed, print_json
+from ._common import (add_force, add_json, add_language, add_length, add_num, add_seed, at_least, integer,
+                      load_language, print_json)
+
+DEFAULTS = {"length": 64, "num": 10000, "num_val": 1000, "seed": 0}
+"""The defaults of the options that describe a data set (None in the parser, so that --verify can refuse them)."""
 
 
 def add_arguments(p):
     add_language(p, required=False)
-    add_length(p, required=False, default=64, help="sequence length L (default 64)")
-    add_num(p, 10000, "training sequences")
-    p.add_argument("--num-val", type=int, default=1000, help="number of validation sequences (default 1000)")
+    add_length(p, required=False, default=None, help="sequence length L (default 64)")
+    add_num(p, DEFAULTS["num"], "training sequences")
+    p.add_argument("--num-val", type=integer, default=None, help="number of validation sequences (default 1000)")
     add_seed(p, what=" of the sequences")
+    p.set_defaults(num=None, seed=None)
     p.add_argument("--out", help="folder to write (or load, if it holds the same spec)")
     add_force(p)
     p.add_argument("--verify", metavar="FOLDER", help="check a stored set against its manifest and regeneration")
@@ -32,18 +37,34 @@ def run(args) -> int:
     from mdmt.empirical.data import DataSpec, ensure, verify
 
     if args.verify is not None:
-        if args.out is not None or args.language is not None:
-            raise ValueError("--verify takes a folder alone: drop --out and --language")
-        manifest = verify(args.verify)
+        given = [f"{flag} {value}" if value is not True else flag
+                 for flag, value in (("--language", args.language), ("--out", args.out), ("--length", args.length),
+                                     ("--num", args.num), ("--num-val", args.num_val), ("--seed", args.seed),
+                                     ("--force", args.force or None)) if value is not None]
+        if given:
+            raise ValueError(f"--verify takes a folder alone: {given[0]} does not apply (the manifest records the "
+                             "data set)")
+        manifest = verify(args.verify, flag="--verify")
         status = "verified: digests match and regeneration reproduces both arrays bit for bit"
         folder = Path(args.verify)
     else:
         if args.language is None or args.out is None:
             raise ValueError("give --language and --out (or --verify FOLDER)")
+        for key, value in DEFAULTS.items():
+            if getattr(args, key) is None:
+                setattr(args, key, value)
+        at_least("--length", args.length)
+        at_least("--num", args.num)
+        at_least("--num-val", args.num_val)
+        language = load_language(args.language)  # an error names --language and the SPEC
         spec = DataSpec(language=args.language, seed=args.seed, num_train=args.num, num_val=args.num_val,
                         length=args.length)
         folder = Path(args.out)
-        stored = ensure(folder, spec, force=args.force)
+        from mdmt.constructions.locks import output_lock
+        from mdmt.constructions.outputs import check_output_folder
+
+        with output_lock(check_output_folder(folder)):  # one writer per --out: a second run is refused at once
+            stored = ensure(folder, spec, language, force=args.force)
         manifest, status = stored.manifest, stored.status
     if args.json:
         print_json({"folder": str(folder), "status": status, **manifest})

@@ -1,10 +1,11 @@
 """``mdmt dependencies``: the exact expected number of dependencies E[sum_j D_j] (C4; Definitions B.4-B.5)."""
 
-from ._common import add_json, add_length, add_schedule, add_steps, at_least, format_table, print_json, schedule_pi
+from ._common import (add_json, add_length, add_schedule, add_steps, at_least, format_table, integer, print_json,
+                      schedule_pi)
 
 
 def add_arguments(p):
-    p.add_argument("--n", type=int, required=True, help="n-gram order (separators are runs of >= n-1 revealed tokens)")
+    p.add_argument("--n", type=integer, required=True, help="n-gram order (separators are runs of >= n-1 revealed tokens)")
     add_length(p)
     add_steps(p)
     add_schedule(p)

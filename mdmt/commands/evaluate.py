@@ -15,7 +15,7 @@ another of the same vocabulary) it reports
 
 from __future__ import annotations
 
-from ._common import (add_json, add_length, add_num, add_schedule, add_seed, at_least, format_table, int_list,
+from ._common import (integer, add_json, add_length, add_num, add_schedule, add_seed, at_least, format_table, int_list,
                       learning_error_line, print_json)
 
 
@@ -28,12 +28,12 @@ def add_arguments(p):
     p.add_argument("--steps", "-N", default="16,64,256", metavar="N,N,...",
                    help="sampling steps N of the MDM, comma-separated (default 16,64,256)")
     add_num(p, 512, "samples per N")
-    p.add_argument("--val-num", type=int, default=512, help="fresh sequences for the paired validation gap (default 512)")
-    p.add_argument("--learning-error-num", type=int, default=256,
+    p.add_argument("--val-num", type=integer, default=512, help="fresh sequences for the paired validation gap (default 512)")
+    p.add_argument("--learning-error-num", type=integer, default=256,
                    help="sequences for the measured learning error of an MDM (default 256; 0: skip)")
     add_schedule(p)
     add_seed(p)
-    p.add_argument("--batch", type=int, default=256, help="sequences per network call (default 256)")
+    p.add_argument("--batch", type=integer, default=256, help="sequences per network call (default 256)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     add_json(p)
 

@@ -15,13 +15,14 @@ training numbers, measured learning error, steps to target, provenance) and figu
 
 from __future__ import annotations
 
-from ._common import (add_json, add_length, add_model, add_schedule, add_seed, add_steps, at_least, int_list, name_list,
-                      names, print_json)
+from ._common import (integer, add_force, add_json, add_length, add_model, add_schedule, add_seed, add_steps, at_least, int_list,
+                      name_list, names, print_json)
 
 
 def add_arguments(p):
     add_model(p)
     p.add_argument("--out", required=True, help="folder of the run (created; an existing run is resumed)")
+    add_force(p)
     p.add_argument("--ter-languages", default="preset:2gram-ter,preset:3gram-ter,preset:4gram-ter", metavar="SPEC,...",
                    help="comma-separated language SPECs for the perplexity panels "
                         "(default preset:2gram-ter,preset:3gram-ter,preset:4gram-ter)")
@@ -35,18 +36,18 @@ def add_arguments(p):
                    help="curves to compute in this run: any of oracle,mdm,ar (default all); "
                         "the figure shows every point present in --out")
     add_length(p, required=False, help="sequence length L of the trained networks (default: the architecture's)")
-    p.add_argument("--train-steps", type=int, default=None,
+    p.add_argument("--train-steps", type=integer, default=None,
                    help="optimizer steps per model (default: the architecture's recipe)")
-    p.add_argument("--batch", type=int, default=None, help="training and sampling batch (default: the recipe's)")
+    p.add_argument("--batch", type=integer, default=None, help="training and sampling batch (default: the recipe's)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the recipe's)")
     p.add_argument("--estimator", choices=("count", "time", "harmonic"), default=None,
                    help="NELBO estimator of the MDM's training (default: the recipe's)")
-    p.add_argument("--num", "-M", type=int, default=None, help="number of samples per point (default: the scale's)")
-    p.add_argument("--learning-error-num", type=int, default=None,
+    p.add_argument("--num", "-M", type=integer, default=None, help="number of samples per point (default: the scale's)")
+    p.add_argument("--learning-error-num", type=integer, default=None,
                    help="sequences for the measured learning error and the AR KL (default: the scale's)")
     add_schedule(p)
     add_seed(p, what=" of training, sampling and measurement")
-    p.add_argument("--jobs", type=int, default=1,
+    p.add_argument("--jobs", type=integer, default=1,
                    help="compute the run's parts (each language's networks with their points, its oracle "
                         "curve at each length) in this many processes, one torch and one numba thread each (default 1)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
@@ -54,11 +55,40 @@ def add_arguments(p):
     add_json(p)
 
 
+def written_by_mdmt(cfg) -> dict:
+    """The files of a figure1 folder that the folder rule checks, and how each is recognised as mdmt's.
+
+    The points (``rows/``) and checkpoints are never written over: a point present is kept, and a
+    checkpoint is resumed only if its digest checks.
+    """
+    from mdmt.constructions.outputs import csv_header_starts, png_written_by, read_json_document
+    from mdmt.empirical.experiments import needs_networks, slug
+
+    def json_keys(*keys):
+        def test(path):
+            doc = read_json_document(path)
+            return isinstance(doc, dict) and all(k in doc for k in keys)
+        return test
+
+    def md(p):
+        with open(p, encoding="utf-8", errors="replace") as fh:
+            return fh.readline(256).startswith("Command: `")
+
+    same = {"config.json": json_keys("result_settings"), "figure1.json": json_keys("config", "rows", "provenance"),
+            "figure1.csv": lambda p: csv_header_starts(p, ("language", "role", "kind", "N", "L")),
+            "figure1.png": lambda p: png_written_by(p, "figure1"), "figure1.md": md}
+    if needs_networks(cfg.kinds):
+        for spec in cfg.ter_languages + cfg.ser_languages:
+            same[f"{slug(spec)}/summary.json"] = json_keys("language", "role")
+    return same
+
+
 def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from mdmt.constructions.outputs import write_text
+    from mdmt.constructions.locks import output_lock
+    from mdmt.constructions.outputs import check_output_folder, write_text
     from mdmt.empirical.experiments import Figure1, Figure1Config, markdown_tables
     from mdmt.provenance import describe, record
 
@@ -73,11 +103,15 @@ def run(args) -> int:
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print
     prov = record()
     at_least("--jobs", args.jobs)
-    fig = Figure1(cfg, args.out, device=args.device, progress=not args.no_progress, log=log, provenance=prov,
-                  jobs=args.jobs)
-    result = fig.run()
-    md = markdown_tables(result)
-    write_text(Path(args.out) / "figure1.md", "\n".join(describe(p) for p in result["provenance"]) + "\n\n" + md)
+    # before the work: a file there that mdmt did not write is refused unless --force, and one run writes at a time
+    same = written_by_mdmt(cfg)
+    check_output_folder(args.out, files=list(same), force=args.force, same=same)
+    with output_lock(args.out):
+        fig = Figure1(cfg, args.out, device=args.device, progress=not args.no_progress, log=log, provenance=prov,
+                      jobs=args.jobs)
+        result = fig.run()
+        md = markdown_tables(result)
+        write_text(Path(args.out) / "figure1.md", "\n".join(describe(p) for p in result["provenance"]) + "\n\n" + md)
     if args.json:
         print_json(result)
         return 0

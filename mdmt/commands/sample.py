@@ -8,7 +8,7 @@ by token (N = L); the language (default: the one it was trained on) scores the s
 """
 
 from ._common import (add_force, add_json, add_language, add_length, add_num, add_schedule, add_seed, add_steps, at_least,
-                      load_language, print_quantities, schedule_pi)
+                      integer, load_language, print_quantities, schedule_pi)
 
 
 def add_arguments(p):
@@ -25,7 +25,7 @@ def add_arguments(p):
     p.add_argument("--out", help="write the samples here, one per line (after a # header naming the request)")
     add_force(p)
     add_schedule(p)
-    p.add_argument("--batch", type=int, default=256, help="sequences per network call (default 256)")
+    p.add_argument("--batch", type=integer, default=256, help="sequences per network call (default 256)")
     p.add_argument("--device", default=None, help="torch device for --checkpoint (default: cuda if available, else cpu)")
     add_json(p)
 
@@ -41,7 +41,7 @@ def load_network(path: str, language: str | None, length: int | None, device=Non
     spec = language or cfg.language
     if spec is None:
         raise ValueError(f"checkpoint {path} does not name its language; give --language")
-    lang = load_language(spec)
+    lang = load_language(spec, "--language" if language else f"the language of --checkpoint {path},")
     if lang.n_symbols != model.cfg.vocab_size:
         raise ValueError(f"--language {spec} has {lang.n_symbols} tokens but the network's vocabulary has "
                          f"{model.cfg.vocab_size}")
@@ -52,6 +52,17 @@ def load_network(path: str, language: str | None, length: int | None, device=Non
 
 
 def run(args) -> int:
+    if not args.out:
+        return _run(args)
+    from mdmt.constructions.locks import output_lock
+    from mdmt.constructions.outputs import check_output_file
+
+    check_output_file(args.out, force=True)  # a folder or a missing folder is named before the lock is taken
+    with output_lock(args.out, folder=False):  # one writer per --out: a second run is refused at once
+        return _run(args)
+
+
+def _run(args) -> int:
     import numpy as np
 
     from mdmt.constructions.reverse.metrics import perplexity_note, sample_metrics
@@ -61,6 +72,8 @@ def run(args) -> int:
     at_least("--num", args.num)
     at_least("--batch", args.batch)
     at_least("--steps", args.steps)
+    if args.force and not args.out:
+        raise ValueError("--force applies to --out (it lets the samples replace a file mdmt did not write)")
     header = out_path = None
     if args.out:  # checked before sampling: a bad --out fails at once, not after the work
         from mdmt.constructions.outputs import check_output_file
@@ -71,6 +84,9 @@ def run(args) -> int:
                           f"--seed {args.seed} --schedule {args.schedule}".split()) + "\n"
         out_path = check_output_file(args.out, force=args.force, same=lambda p: _first_line(p) == header)
     if args.checkpoint is None:
+        if args.device is not None:
+            raise ValueError(f"--device {args.device} applies to a network (--checkpoint); the oracle sampler runs "
+                             "on the CPU")
         missing = [f for f, v in (("--language", args.language), ("--length", args.length), ("--steps", args.steps))
                    if v is None]
         if missing:
@@ -85,6 +101,9 @@ def run(args) -> int:
         kind = "ar" if model.cfg.causal else "mdm"
         if kind == "ar" and args.steps is not None:
             raise ValueError("an AR network generates one token per step (N = L); drop --steps")
+        if kind == "ar" and args.schedule.strip() != "linear":
+            raise ValueError(f"--schedule {args.schedule} applies to an MDM; an AR network generates one token per "
+                             "step")
         if kind == "mdm" and args.steps is None:
             raise ValueError("sampling an MDM needs --steps N")
         if kind == "ar" and args.kl:

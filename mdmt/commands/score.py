@@ -15,7 +15,8 @@ def add_arguments(p):
     add_language(p)
     p.add_argument("--sequences", required=True,
                    help="text file: one sequence per line, tokens as space-separated integers, lines starting "
-                        "with # ignored (mdmt sample --out writes one)")
+                        "with # ignored (mdmt sample --out writes one); or a NumPy .npy array of integer tokens, "
+                        "shape (n, L) or (L,) (mdmt data writes train.npy and val.npy)")
     add_json(p)
 
 
@@ -28,12 +29,49 @@ def _bad_token(path, lineno: int, toks: list[str], n_symbols: int) -> str:
     return f"{path} line {lineno}: unreadable tokens"
 
 
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def read_npy_sequences(path: Path, n_symbols: int) -> list[np.ndarray]:
+    """The sequences of a .npy array of integer tokens, each checked against the vocabulary in the array's own
+    dtype (no wrap-around: uint64 2**64-1 is refused, not read as -1); errors name the sequence and position."""
+    from mdmt.constructions.resources import check_memory, format_bytes
+    from mdmt.constructions.validation import token_array
+
+    try:
+        with open(path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(fh)
+    except (ValueError, EOFError, TypeError) as exc:
+        raise ValueError(f"--sequences {path}: not a readable .npy array ({' '.join(str(exc).split())})") from None
+    count = int(np.prod(shape, dtype=object))
+    check_memory(f"reading --sequences {path} ({format_bytes(count * dtype.itemsize)} of tokens)",
+                 count * (dtype.itemsize + 16), "score the sequences in smaller files")  # the array, its int64 copy
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError) as exc:
+        raise ValueError(f"--sequences {path}: not a readable .npy array ({' '.join(str(exc).split())})") from None
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"--sequences {path}: expected an array of shape (n, L) or (L,), got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"--sequences {path}: no sequences (shape {arr.shape})")
+    try:
+        X = token_array(arr, n_symbols, allow_mask=False)
+    except ValueError as exc:
+        raise ValueError(f"--sequences {path}: {exc}") from None
+    return list(X)
+
+
 def read_sequences(path, n_symbols: int) -> list[np.ndarray]:
-    """Parse the sequence file; errors name the line and the token."""
+    """Parse the sequence file (text, or a .npy array); errors name the line (or sequence, position) and token."""
     from mdmt.constructions.resources import check_memory
     from mdmt.constructions.validation import regular_file
 
     path = regular_file(path, f"--sequences {path}")
+    with open(path, "rb") as fh:
+        if fh.read(len(_NPY_MAGIC)) == _NPY_MAGIC or path.suffix.lower() == ".npy":
+            return read_npy_sequences(path, n_symbols)
     check_memory(f"reading {path}", _BYTES_PER_CHAR * path.stat().st_size, "score the sequences in smaller files")
     try:
         text = path.read_text()

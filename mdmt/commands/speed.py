@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import math
 
-from ._common import add_json, add_model, add_seed, add_steps, at_least, format_table, int_list, print_json
+from ._common import (add_json, add_model, add_seed, add_steps, at_least, format_table, int_list, integer, print_json,
+                      schedule_pi)
 
 
 def add_arguments(p):
     add_model(p)
     p.add_argument("--lengths", default="64,128", help="comma-separated sequence lengths L (default 64,128)")
     add_steps(p, required=False, default="16", many=True)
-    p.add_argument("--batch", type=int, default=4, help="sequences per run (default 4)")
-    p.add_argument("--vocab", type=int, default=8, help="vocabulary size V (default 8)")
-    p.add_argument("--repeats", type=int, default=7,
+    p.add_argument("--batch", type=integer, default=4, help="sequences per run (default 4)")
+    p.add_argument("--vocab", type=integer, default=8, help="vocabulary size V (default 8)")
+    p.add_argument("--repeats", type=integer, default=7,
                    help="timed runs of each configuration after one warm-up (default 7)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     add_seed(p)
@@ -47,10 +48,23 @@ def median_interval(values, level: float = 0.95) -> tuple[float, float, float, f
     return med, best[0], best[1], best[2]
 
 
+def _check_vocab(model: str, vocab: int) -> None:
+    """Refuse a --vocab the architecture's n-gram layer cannot hold, naming the flag and the largest that fits."""
+    from mdmt.empirical.model import PRESETS
+    from mdmt.empirical.ngram_layer import MAX_NGRAM_ROWS, ngram_rows
+
+    n = PRESETS[model].get("ngram") or 0
+    if n and ngram_rows(n, vocab) > MAX_NGRAM_ROWS:
+        largest = round(MAX_NGRAM_ROWS ** (1 / (n - 1)))  # then exactly: the largest V with (V + 1)^(n - 1) <= max
+        while ngram_rows(n, largest) > MAX_NGRAM_ROWS:
+            largest -= 1
+        raise ValueError(f"--vocab {vocab} is too large for --model {model}: its order-{n} n-gram layer has "
+                         f"(V + 1)^{n - 1} contexts, at most {MAX_NGRAM_ROWS} (--vocab <= {largest})")
+
+
 def run(args) -> int:
     import torch
 
-    from mdmt.constructions.reverse.schedules import reveal_probabilities
     from mdmt.constructions.resources import check_memory
     from mdmt.empirical.model import ModelConfig, Transformer, estimated_bytes
     from mdmt.empirical.sampling import MDMDenoiser, ar_sample, ddpm_cache
@@ -60,6 +74,8 @@ def run(args) -> int:
     steps = int_list("--steps", args.steps)
     for name, v in (("--batch", args.batch), ("--vocab", args.vocab), ("--repeats", args.repeats)):
         at_least(name, v)
+    _check_vocab(args.model, args.vocab)
+    pis = {N: schedule_pi("linear", N) for N in steps}  # a --steps too large is refused here, naming the flag
     device = torch_device(args.device)
 
     for L in lengths:  # before any work: every configuration must fit (the AR and MDM twins are the same size)
@@ -74,7 +90,7 @@ def run(args) -> int:
         den = MDMDenoiser(mdm, batch=args.batch)
         runs = {"ar": lambda: ar_sample(ar, args.batch, L, seed=args.seed, batch=args.batch, device=device)}
         for N in steps:
-            pi = reveal_probabilities("linear", N)
+            pi = pis[N]
             runs[N] = (lambda pi=pi: ddpm_cache(den, args.batch, L, pi, seed=args.seed, batch=args.batch,
                                                  device=device))
         last = {k: f() for k, f in runs.items()}  # warm-up

@@ -18,7 +18,8 @@ training with an error and keeps the last good checkpoint.
 
 from __future__ import annotations
 
-from ._common import add_json, add_model, at_least, clean, format_table, learning_error_line, print_json, seed_value
+from ._common import (integer, add_force, add_json, add_model, at_least, clean, format_table, learning_error_line, print_json,
+                      seed_value)
 
 
 def add_arguments(p):
@@ -32,26 +33,26 @@ def add_arguments(p):
     p.add_argument("--ar", action="store_true", help="train the autoregressive baseline instead of the MDM")
     p.add_argument("--positions", default=None,
                    help="position encoding: rotary+learned (default), rotary or learned")
-    p.add_argument("--neighbours", type=int, default=None, metavar="K",
+    p.add_argument("--neighbours", type=integer, default=None, metavar="K",
                    help="embed the tokens at offsets -K..K of each position (AR: -K..-1) as well; 0: off "
                         "(default: the architecture's)")
-    p.add_argument("--window", type=int, default=None, metavar="W",
+    p.add_argument("--window", type=integer, default=None, metavar="W",
                    help="embed the joint ids of each run of W consecutive tokens inside those offsets (AR: -K..0) as "
                         "well; 0: off (default: the architecture's)")
-    p.add_argument("--recurrent", type=int, default=None, metavar="H",
+    p.add_argument("--recurrent", type=integer, default=None, metavar="H",
                    help="a GRU of H units over the embeddings before the transformer blocks (both directions in the "
                         "MDM, forward in the AR model); 0: off (default: the architecture's)")
-    p.add_argument("--hmm-states", type=int, default=None, metavar="S",
+    p.add_argument("--hmm-states", type=integer, default=None, metavar="S",
                    help="an HMM layer of S hidden states: a learned HMM whose exact posterior (MDM) or filter (AR) "
                         "is added to the output logits; 0: off (default: the architecture's)")
-    p.add_argument("--ngram", type=int, default=None, metavar="N",
+    p.add_argument("--ngram", type=integer, default=None, metavar="N",
                    help="an n-gram layer of order N: a learned n-gram table whose exact posterior (MDM) or next-token "
                         "law (AR) is added to the output logits; 0: off (default: the architecture's)")
-    p.add_argument("--length", "-L", type=int, default=None, help="sequence length L (default: the architecture's)")
-    p.add_argument("--train-steps", type=int, default=None,
+    p.add_argument("--length", "-L", type=integer, default=None, help="sequence length L (default: the architecture's)")
+    p.add_argument("--train-steps", type=integer, default=None,
                    help="optimizer steps (default: the architecture's recipe; with --resume, more steps extend a "
                         "finished run)")
-    p.add_argument("--batch", type=int, default=None, help="batch size (default: the recipe's)")
+    p.add_argument("--batch", type=integer, default=None, help="batch size (default: the recipe's)")
     p.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the recipe's)")
     p.add_argument("--table-lr", type=float, default=None, metavar="X",
                    help="the n-gram layer's table learns at X times the learning rate (default: the recipe's)")
@@ -60,14 +61,15 @@ def add_arguments(p):
                         "(MDLM's t ~ U(0,1), weight 1/t) or harmonic (P(m) ~ 1/m, weight H_L) (default: the recipe's)")
     p.add_argument("--seed", type=seed_value, default=None,
                    help="random seed of initialization, data and noise (default 0)")
-    p.add_argument("--ckpt-every", type=int, default=None, metavar="K",
+    p.add_argument("--ckpt-every", type=integer, default=None, metavar="K",
                    help="write the checkpoint every K steps (default: every train-steps/20)")
-    p.add_argument("--val-size", type=int, default=None, help="validation sequences (default 256)")
+    p.add_argument("--val-size", type=integer, default=None, help="validation sequences (default 256)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--out", required=True, help="folder for ckpt.pt and summary.json")
+    add_force(p)
     p.add_argument("--resume", action="store_true",
                    help="continue OUT/ckpt.pt (or extend it to a larger --train-steps) if it exists")
-    p.add_argument("--learning-error-num", type=int, default=0, metavar="NUM",
+    p.add_argument("--learning-error-num", type=integer, default=0, metavar="NUM",
                    help="after training an MDM, measure its learning error on NUM sequences (default 0: no)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json(p)
@@ -143,12 +145,43 @@ def check_resume(args, resumed, language: str, length: int, out) -> None:
                          f"{resumed.language}; drop the flag or choose another --out")
 
 
+def written_by_mdmt() -> dict:
+    """The files of a train --out folder that the folder rule checks, and how each is recognised as mdmt's.
+
+    ``ckpt.pt`` itself is never overwritten: an existing one is resumed (``--resume``, which checks its
+    digest) or refused.
+    """
+    from mdmt.constructions.outputs import json_with_provenance
+
+    def digest(p) -> bool:  # mdmt's own format, sha256sum's or upper-case hex (mdmt.empirical.checkpoint)
+        from mdmt.empirical.checkpoint import MAX_DIGEST_BYTES, parse_digest
+
+        return p.stat().st_size <= MAX_DIGEST_BYTES and parse_digest(p.read_bytes()) is not None
+
+    return {"summary.json": json_with_provenance, "ckpt.pt.sha256": digest}
+
+
 def run(args) -> int:
+    import os
+    from contextlib import nullcontext
+
+    from mdmt.constructions.locks import output_lock
+    from mdmt.constructions.outputs import check_output_folder
+
+    # before the work: a file there that mdmt did not write is refused unless --force, and one run writes at a
+    # time (under torchrun, rank 0 holds the lock for all ranks)
+    same = written_by_mdmt()
+    check_output_folder(args.out, files=list(same), force=args.force, same=same)
+    with output_lock(args.out) if os.environ.get("RANK", "0") == "0" else nullcontext():
+        return _run(args)
+
+
+def _run(args) -> int:
     import sys
     from pathlib import Path
 
     from mdmt.constructions.languages.spec import canonical_spec, language_from_spec
-    from mdmt.empirical.checkpoint import check_writable, load_checkpoint
+    from mdmt.empirical.checkpoint import check_writable, read_checkpoint
     from mdmt.empirical.data import check_length
     from mdmt.empirical.model import PRESETS
     from mdmt.empirical.train import TrainConfig, TrainingInterrupted, train
@@ -162,6 +195,9 @@ def run(args) -> int:
                                ("--ngram", args.ngram, 0),
                                ("--val-size", args.val_size, 1)):
         at_least(flag, value, least)
+    if args.ar and args.learning_error_num:  # the learning error is a property of an MDM's denoiser q(x_i | x_U)
+        raise ValueError(f"--learning-error-num {args.learning_error_num} measures the learning error of an MDM; it "
+                         "does not apply to an AR model (--ar): drop one of the two flags")
     out = check_writable(args.out, "--out")
     ckpt = out / "ckpt.pt"
     resumed = None
@@ -169,7 +205,7 @@ def run(args) -> int:
         if not args.resume:
             raise ValueError(f"--out {out} already holds a training run (ckpt.pt); add --resume to continue or extend "
                              "it, or choose another --out")
-        resumed = TrainConfig.from_dict(load_checkpoint(ckpt)["config"])  # refuses a damaged checkpoint
+        resumed = read_checkpoint(ckpt, resume=True)[1]  # refuses a damaged or malformed checkpoint
     data = None
     if args.data is not None:
         from mdmt.empirical.data import load, spec_of
