@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
-from mdmt.constructions.outputs import save_figure, write_csv
+from mdmt.constructions.outputs import save_figure, write_csv, write_text
 from mdmt.constructions.validation import positive_int, seed_of
 
 from .data import check_length
@@ -206,9 +206,7 @@ def _plain(obj):
 def _write_json(path: Path, obj) -> None:
     """Atomic write; JSON with Python's Infinity/NaN literals (read back by ``json.loads``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_plain(obj), indent=1) + "\n")
-    os.replace(tmp, path)
+    write_text(path, json.dumps(_plain(obj), indent=1) + "\n")
 
 
 def _read_json(path: Path):

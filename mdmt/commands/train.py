@@ -261,8 +261,7 @@ def _run(args) -> int:
 
 def _write_summary(path, summary: dict) -> None:
     import json
-    import os
 
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(clean(summary), indent=1, allow_nan=False) + "\n")
-    os.replace(tmp, path)
+    from mdmt.constructions.outputs import write_text
+
+    write_text(path, json.dumps(clean(summary), indent=1, allow_nan=False) + "\n")
