@@ -7,6 +7,7 @@ into a NaN, a silent wrap-around or a traceback deep inside a kernel.
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
@@ -230,3 +231,22 @@ def regular_file(path, label: str, what: str = "a regular file") -> Path:
         return path
     kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
     raise ValueError(f"{label} is {kind}, not {what}")
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object that gives the same key twice (``json.loads`` alone would keep the last silently)."""
+
+
+def _unique_keys(pairs: list) -> dict:
+    d = {}
+    for key, value in pairs:
+        if key in d:
+            raise DuplicateKeyError(f"key {key!r} appears more than once in an object")
+        d[key] = value
+    return d
+
+
+def json_loads_unique(text):
+    """``json.loads`` of a file mdmt reads (language files, data-set manifests), refusing a key given twice
+    (:class:`DuplicateKeyError`) instead of keeping its last value."""
+    return json.loads(text, object_pairs_hook=_unique_keys)

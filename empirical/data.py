@@ -32,7 +32,7 @@ import numpy as np
 from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
 from mdmt.constructions.outputs import OutputError, atomic_file, check_output_folder, make_folder, write_text
 from mdmt.constructions.resources import ResourceError, check_memory
-from mdmt.constructions.validation import positive_int, regular_file
+from mdmt.constructions.validation import DuplicateKeyError, json_loads_unique, positive_int, regular_file
 
 FORMAT = 2
 
@@ -115,20 +115,6 @@ def read_manifest(folder: str | os.PathLike) -> dict | None:
     return _read_manifest(folder)[0]
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list) -> dict:
-    """The ``object_pairs_hook`` of manifests: a key given twice is damage (JSON would keep the last silently)."""
-    d = {}
-    for key, value in pairs:
-        if key in d:
-            raise _DuplicateKey(f"key {key!r} appears twice")
-        d[key] = value
-    return d
-
-
 def _whole(value, minimum: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
 
@@ -172,10 +158,10 @@ def _read_manifest(folder) -> tuple[dict | None, str | None]:
     except OSError as exc:  # unreadable
         return None, f"{path} cannot be read ({(exc.strerror or str(exc)).lower()})"
     try:
-        manifest = json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
+        manifest = json_loads_unique(data.decode("utf-8"))
     except UnicodeDecodeError:
         return None, f"{path} is damaged: it is not UTF-8 text"
-    except _DuplicateKey as exc:
+    except DuplicateKeyError as exc:
         return None, f"{path} is damaged: {exc}"
     except json.JSONDecodeError as exc:
         return None, f"{path} is damaged: it is not valid JSON ({exc})"

@@ -113,7 +113,7 @@ DAMAGE = {
                                                          if k != "vocab_size"})), "it lacks 'vocab_size'"),
     "no format": (lambda p: p.write_text('{"a": 1}'), "is not an mdmt data set manifest (it has no 'format')"),
     "duplicate key": (lambda p: p.write_text(p.read_text().replace('"seed": 0,', '"seed": 0, "seed": 1,', 1)),
-                      "is damaged: key 'seed' appears twice"),
+                      "is damaged: key 'seed' appears more than once in an object"),
 }
 
 
@@ -145,7 +145,7 @@ def test_the_library_reports_the_damage_too(tmp_path):
     manifest = _data_set(tmp_path)
     manifest.write_text(manifest.read_text().replace('"num_val": 3', '"num_val": 3, "num_val": 4'))
     assert read_manifest(tmp_path / "d") is None  # not a manifest mdmt reads
-    with pytest.raises(ValueError, match=r"d/manifest.json is damaged: key 'num_val' appears twice"):
+    with pytest.raises(ValueError, match=r"d/manifest.json is damaged: key 'num_val' appears more than once in an object"):
         load(tmp_path / "d")
     os.mkfifo(tmp_path / "f")
     with pytest.raises(ValueError, match=r"^--data .*/f is a FIFO, not a data set folder$"):

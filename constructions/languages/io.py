@@ -34,7 +34,7 @@ import numpy as np
 
 from ..outputs import atomic_file
 from ..resources import check_memory, format_bytes
-from ..validation import regular_file
+from ..validation import DuplicateKeyError, json_loads_unique, regular_file  # noqa: F401  (DuplicateKeyError: also exported here)
 from .hmm import HMM
 from .ngram import NGram
 
@@ -197,23 +197,9 @@ def _check_readable(path: Path) -> None:
     regular_file(path, f"{path}:", "a language file")
 
 
-class DuplicateKeyError(ValueError):
-    """A JSON object of a language file that gives the same key twice."""
-
-
-def _unique_keys(pairs: list) -> dict:
-    """The ``object_pairs_hook`` of language files: a dict, refusing a key given twice (JSON keeps the last)."""
-    d = {}
-    for key, value in pairs:
-        if key in d:
-            raise DuplicateKeyError(f"key {key!r} appears more than once in an object")
-        d[key] = value
-    return d
-
-
 def _loads(text: str):
     """Parse the JSON text of a language file (a key given twice raises :class:`DuplicateKeyError`)."""
-    return json.loads(text, object_pairs_hook=_unique_keys)
+    return json_loads_unique(text)
 
 
 def _check_npz_sizes(path: Path) -> None:
