@@ -112,6 +112,8 @@ def check_output_folder(path, *, files=(), force: bool = False,
     path = Path(path)
     if str(path) == "":
         raise OutputError(f"{flag}: expected a folder name, got ''")
+    if path.is_symlink() and not path.exists():
+        raise OutputError(f"{flag} {path} is a symbolic link that leads nowhere (a missing target or a loop)")
     if path.exists() and not path.is_dir():
         raise OutputError(f"{flag} {path} exists and is not a folder")
     ancestor = path

@@ -448,3 +448,8 @@ def test_evaluate_prints_the_documented_fields(tiny_run, tmp_path, capsys):
     res = json.loads(capsys.readouterr().out)
     assert res["kind"] == "ar" and "learning_error" not in res and [p["N"] for p in res["points"]] == [8]
     assert res["points"][0]["nfe_mean"] == 8 and res["val_gap"]["num"] == 4
+    # the learning error is an MDM's: asked for on an AR checkpoint, it is refused naming the flag
+    assert main(["evaluate", "--checkpoint", str(ar / "ckpt.pt"), "--num", "4", "--val-num", "4",
+                 "--learning-error-num", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--learning-error-num 8" in err[0] and "AR checkpoint" in err[0]

@@ -668,3 +668,17 @@ def test_no_reader_opens_a_special_file(specials, kind, reader):
         assert "not a data set folder" in message
     else:
         assert KIND_SAYS[kind].split(",")[0].lower() in message.lower(), message
+
+
+def test_links_that_lead_nowhere_are_named(tmp_path, capsys):
+    """A dangling link as --language, a link loop as a folder --out: one line naming the flag (no traceback)."""
+    from mdmt.cli import main
+
+    (tmp_path / "dangling.json").symlink_to(tmp_path / "missing.json")
+    assert main(["exact", "--language", str(tmp_path / "dangling.json"), "-L", "3", "-N", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--language" in err[0] and "symbolic link to a missing target" in err[0]
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    assert main(["atlas", "--language", "preset:2gram", "-L", "3", "-N", "2", "--out", str(tmp_path / "loop")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("mdmt atlas: error: --out") and "leads nowhere" in err[0]

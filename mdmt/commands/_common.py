@@ -113,6 +113,12 @@ def load_language(spec: str, flag: str = "--language"):
 
     try:
         return language_from_spec(spec)
+    except FileNotFoundError as exc:
+        from pathlib import Path
+
+        text = str(spec).strip()
+        link = " (a symbolic link to a missing target)" if Path(text).is_symlink() else ""
+        raise FileNotFoundError(exc.errno, f"{flag} {text}: no such file{link}") from None
     except ValueError as exc:
         msg, text = str(exc), str(spec).strip()
         if msg.startswith("language "):  # language 'SPEC': ... (the grammar's errors)

@@ -29,8 +29,9 @@ def add_arguments(p):
                    help="sampling steps N of the MDM, comma-separated (default 16,64,256)")
     add_num(p, 512, "samples per N")
     p.add_argument("--val-num", type=integer, default=512, help="fresh sequences for the paired validation gap (default 512)")
-    p.add_argument("--learning-error-num", type=integer, default=256,
-                   help="sequences for the measured learning error of an MDM (default 256; 0: skip)")
+    p.add_argument("--learning-error-num", type=integer, default=None,
+                   help="sequences for the measured learning error of an MDM (default 256; 0: skip; not for an AR "
+                        "checkpoint)")
     add_schedule(p)
     add_seed(p)
     p.add_argument("--batch", type=integer, default=256, help="sequences per network call (default 256)")
@@ -77,11 +78,16 @@ def run(args) -> int:
 
     for flag, v, least in (("--num", args.num, 1), ("--val-num", args.val_num, 2),
                            ("--learning-error-num", args.learning_error_num, 0), ("--batch", args.batch, 1)):
-        at_least(flag, v, least)
+        if v is not None:
+            at_least(flag, v, least)
     steps = int_list("--steps", args.steps)
     model, spec, lang, L = load_network(args.checkpoint, args.language, args.length, args.device)
+    if model.cfg.causal and args.learning_error_num is not None:
+        raise ValueError(f"--learning-error-num {args.learning_error_num} measures the learning error of an MDM; it "
+                         f"does not apply to the AR checkpoint {args.checkpoint}")
+    le_num = 256 if args.learning_error_num is None else args.learning_error_num
     res = evaluate_network(model, lang, L, steps, schedule=args.schedule, num=args.num, val_num=args.val_num,
-                           learning_error_num=args.learning_error_num, seed=args.seed, batch=args.batch)
+                           learning_error_num=le_num, seed=args.seed, batch=args.batch)
     res = {"checkpoint": args.checkpoint, "language": spec, **res}
     if args.json:
         print_json(res)

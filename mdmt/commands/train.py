@@ -210,7 +210,7 @@ def _run(args) -> int:
     if args.data is not None:
         from mdmt.empirical.data import load, spec_of
 
-        train_set, val_set, manifest = load(args.data)  # ValueError if a file does not match its digest
+        train_set, val_set, manifest = load(args.data, flag="--data")  # ValueError if a file does not match its digest
         spec = spec_of(manifest)
         if args.length is not None and args.length != spec.length:
             raise ValueError(f"--length {args.length} differs from the data set's L = {spec.length}")
