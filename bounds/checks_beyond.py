@@ -358,6 +358,10 @@ def policy_rows() -> list[Row]:
 
 # ----------------------------------------------------------------------------- CE: certification refuses false steps
 
+CE_QUICK = {("A3", 0), ("pe", 3), ("T42N", 1), ("T43N", 0), ("T44C", 0), ("T43", 0)}  # --quick: steps that are
+# refused within milliseconds once falsified (sympy gives up on the others only after a long simplification)
+
+
 def certification_rows(quick: bool = True) -> list[Row]:
     from .statements import ALL, Identity, OnLaws
 
@@ -396,7 +400,7 @@ def certification_rows(quick: bool = True) -> list[Row]:
                         "step", "exact" if good else "FAILED", good, 0.0, math.nan, detail[:200]))
     for st in ALL:  # every identity of every statement, shifted: must be refused
         for k, step in enumerate(st.steps):
-            if quick and k > 0:  # --quick: the first step of each statement
+            if quick and (st.key, k) not in CE_QUICK:
                 continue
             if isinstance(step, Identity):
                 rows.append(refused(st.key, f"step{k + 1} + 1/1000", Identity(step.description, step.lhs,

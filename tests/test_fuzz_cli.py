@@ -70,12 +70,15 @@ def either(*groups, hostile=()):
 JUNK = [["--bogus"], ["extra"], ["--json", "--json"], ["-h"], ["--lang", "x"], ["--out"], ["--", "x"]]
 
 
+COMMAND_OF = {"sample network": "sample"}  # strategies that run a command under another name (sample --checkpoint)
+
+
 @st.composite
 def cases(draw, name: str, options: list) -> list[str]:
     """A valid argument list of ``name`` in which 0-3 options are made hostile (or one stray argument added)."""
     k = draw(st.sampled_from([0, 1, 1, 1, 2, 3]))
     hostile = set(draw(st.lists(st.sampled_from(range(len(options))), max_size=k, unique=True)))
-    argv = name.split()
+    argv = COMMAND_OF.get(name, name).split()
     for i in draw(st.permutations(range(len(options)))):
         valid, bad = options[i]
         argv += draw(st.sampled_from(bad if i in hostile and bad else valid))
@@ -167,6 +170,9 @@ def workspaces(draw):
             "seqs.txt": draw(sequence_files())}
 
 
+RUNS: dict = {}  # kind ("mdm", "ar") -> the folder of a real tiny training run (the checkpoint commands' fixture)
+
+
 def prepare(folder, files: dict) -> None:
     (folder / "folder").mkdir()
     (folder / "unrelated.txt").write_text("a file that mdmt did not write\n")
@@ -174,6 +180,14 @@ def prepare(folder, files: dict) -> None:
     (folder / "dataset" / "train.npy").write_text("not mdmt's\n")
     for name, data in files.items():
         (folder / name).write_bytes(data)
+    for kind, run in RUNS.items():  # real checkpoints, and one whose digest does not match
+        (folder / kind).mkdir()
+        for name in ("ckpt.pt", "ckpt.pt.sha256"):
+            shutil.copy(run / name, folder / kind / name)
+    if RUNS:
+        (folder / "bad").mkdir()
+        shutil.copy(RUNS["mdm"] / "ckpt.pt", folder / "bad" / "ckpt.pt")
+        (folder / "bad" / "ckpt.pt.sha256").write_text("0" * 64 + "\n")
 
 
 # ----------------------------------------------------------------------------- commands
@@ -181,6 +195,8 @@ LANGUAGE = opt("--language", SPECS, BAD_SPECS, required=True)
 SCHEDULE = opt("--schedule", SCHEDULES, BAD_SCHEDULES)
 JSON = switch("--json")
 FORCE = switch("--force")
+CHECKPOINT = opt("--checkpoint", ["mdm/ckpt.pt", "ar/ckpt.pt"],
+                 ["bad/ckpt.pt", "missing.pt", "folder", "lang.json", "unrelated.txt", "seqs.txt", ""], required=True)
 
 
 def POLICIES_OPT(flag):  # noqa: N802 (an option like the constants above)
@@ -248,6 +264,16 @@ def commands() -> dict:
                             opt("--num", [1, 8], BAD_INTS[:-2]), opt("--seed", [0, 2]), switch("--kl"), JSON],
         "adaptive exact": [LANGUAGE, opt("-L", [1, 2, 3], required=True), opt("-N", [1, 2]), POLICIES_OPT("--policy"),
                            JSON],
+        # the commands that read a checkpoint, on real tiny ones (an MDM and an AR network of L = 8)
+        "evaluate": [CHECKPOINT, opt("-L", [4, 8], BAD_INTS[:-2]), opt("--steps", ["2", "2,4"], ["0", "", "x", "-2"]),
+                     opt("--num", [1, 4], BAD_INTS[:-2]), opt("--val-num", [2, 4], BAD_INTS[:-2]),
+                     opt("--learning-error-num", [0, 2], BAD_INTS[:-2]), opt("--batch", [1, 4], BAD_INTS[:-2]),
+                     opt("--language", ["preset:2gram-ter"], ["preset:2gram", "interval:3", "preset:nope"]),
+                     SCHEDULE, opt("--seed", [0, 1]), opt("--device", ["cpu"], ["cuda:7", "x"]), JSON],
+        "sample network": [CHECKPOINT, opt("-L", [8], ["0", "9", "x"], required=True),
+                                opt("-N", [2, 8], BAD_INTS[:-2], required=True), opt("--num", [1, 4], BAD_INTS[:-2]),
+                                opt("--language", ["preset:2gram-ter"], ["preset:2gram", "preset:nope"], required=True),
+                                opt("--out", OUT_FILES, BAD_OUT_FILES), FORCE, JSON],
     }
 
 
@@ -299,13 +325,38 @@ def _fuzz(name, worker, tmp_path_factory, examples: int, shrink: bool) -> None:
     case()
 
 
+@pytest.fixture(scope="module")
+def checkpoint_runs(tmp_path_factory):
+    """Real tiny training runs (an MDM and an AR network, two steps each) for the commands that read a checkpoint;
+    none where torch is missing (those commands then answer with one line, which the contract accepts)."""
+    from mdmt.cli import main
+    from mdmt.extras import has_torch
+
+    if has_torch():
+        tiny = ["--language", "preset:2gram-ter", "-L", "8", "--train-steps", "2", "--batch", "4", "--val-size", "4",
+                "--no-progress"]
+        for kind, extra in (("mdm", []), ("ar", ["--ar"])):
+            out = tmp_path_factory.mktemp("runs") / kind
+            assert main(["train", *tiny, *extra, "--out", str(out)]) == 0
+            RUNS[kind] = out
+    yield RUNS
+    RUNS.clear()
+
+
+def _runs_for(name, request) -> None:
+    if name in ("evaluate", "sample network"):
+        request.getfixturevalue("checkpoint_runs")
+
+
 @pytest.mark.parametrize("name", _params(slow=False))
-def test_every_command_keeps_the_contract(name, worker, tmp_path_factory):
+def test_every_command_keeps_the_contract(name, worker, tmp_path_factory, request):
+    _runs_for(name, request)
     _fuzz(name, worker, tmp_path_factory, QUICK, shrink=False)  # the first failing case, as drawn
 
 
 @pytest.mark.parametrize("name", _params(slow=True))
-def test_every_command_keeps_the_contract_thoroughly(name, worker, tmp_path_factory):
+def test_every_command_keeps_the_contract_thoroughly(name, worker, tmp_path_factory, request):
+    _runs_for(name, request)
     _fuzz(name, worker, tmp_path_factory, THOROUGH, shrink=True)
 
 

@@ -36,7 +36,7 @@ from ..confidence import mean_interval
 from ..languages.ngram import NGram, as_hmm
 from ..validation import as_rng, positive_int
 from .chain import subset_entropies
-from .tables import Tables
+from .tables import Tables, log_q_on_grid
 
 MAX_EXACT_SEQUENCES = 1 << 22  # V^L sequences enumerated by the exact method
 AUTO_EXACT_SEQUENCES = 1 << 18
@@ -75,8 +75,8 @@ def information_exact(language, L: int) -> dict:
     if V ** L > MAX_EXACT_SEQUENCES:
         raise ValueError(f"exact information quantities at L = {L} enumerate V^L = {V}^{L} sequences; at most "
                          f"{MAX_EXACT_SEQUENCES} are supported (use method='windowed' for n-grams or 'monte_carlo')")
-    grid = np.indices((V,) * L).reshape(L, -1).T
-    q = np.exp(as_hmm(language).score(grid)).reshape((V,) * L)
+    grid = np.indices((V,) * L).reshape(L, -1).T.astype(np.int64)
+    q = np.exp(log_q_on_grid(language, L, grid)).reshape((V,) * L)
     H = _entropy(q)
     Hi = np.array([_entropy(q.sum(axis=tuple(a for a in range(L) if a != i))) for i in range(L)])
     Hc = np.array([H - _entropy(q.sum(axis=i)) for i in range(L)])

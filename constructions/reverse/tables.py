@@ -120,7 +120,7 @@ def _support_mask(pi, A, B, L: int) -> np.ndarray:
     return reach.any(axis=1)
 
 
-def _log_q_all(language, L: int, grid: np.ndarray) -> np.ndarray:
+def log_q_on_grid(language, L: int, grid: np.ndarray) -> np.ndarray:
     """log q on the lexicographic grid V^L: by prefixes while small, else the language's own scoring."""
     hmm = as_hmm(language)
     if grid.shape[0] * hmm.n_states <= PREFIX_TREE_MAX:
@@ -134,7 +134,7 @@ def build_tables(language, L: int) -> Tables:
     V = language.n_symbols
     check_exact_size(V, L)
     grid = np.indices((V,) * L).reshape(L, -1).T.astype(np.int64)
-    q = np.exp(_log_q_all(language, L, grid))
+    q = np.exp(log_q_on_grid(language, L, grid))
     ext = q.reshape((V,) * L)
     for axis in range(L):  # append the marginal over position `axis` as digit V
         ext = np.concatenate([ext, ext.sum(axis=axis, keepdims=True)], axis=axis)
