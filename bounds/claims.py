@@ -1,0 +1,381 @@
+"""Claims about masked diffusion: an inequality between expressions over named quantities, parsed by a whitelist.
+
+A claim is one comparison, ``LHS <= RHS`` (or ``<``, ``>=``, ``>``), for example::
+
+    KL <= (s_max - 1) / L * sum_MI
+    SER >= 1 - (1 - exp(-2 * eps) / 2 * (1 - P_distinct)) ** (L / l)
+    KL_per_token <= eps + 4 * log(V) * E_D / L
+
+The text is read with Python's :mod:`ast` in ``eval`` mode and every node is checked against a
+whitelist before anything is built: numbers, the names of :data:`QUANTITIES`, the operators
+``+ - * / **`` and unary minus, and calls of the functions in :data:`FUNCTIONS`.  Anything else
+-- an attribute, a subscript, a string, a name that is not a quantity, a call of another function,
+a chained or boolean comparison, a lambda -- is refused with :class:`ClaimError` naming the
+offending token and its column.  No user text is ever passed to ``eval``, ``sympify`` or
+``parse_expr``: the checked tree is evaluated by this module's own recursion, in float64
+(:meth:`Claim.margin`) or in arb ball arithmetic (:meth:`Claim.margin_ball`, for certificates), and
+converted node by node to sympy for display (:attr:`Claim.sympy`).
+
+Quantities (:data:`QUANTITIES`; nats throughout).  Of the instance: ``L`` length, ``N`` number of
+steps, ``n`` n-gram order, ``V`` vocabulary size |V|, ``l`` interval length of the interval HMM,
+``eps`` learning error (max form, Section 4.1 of Feng et al.), ``H`` entropy H(X_1..X_L), ``TC``
+total correlation sum_i H(X_i) - H(X), ``DTC`` dual total correlation H(X) - sum_i H(X_i | X_-i),
+``sum_MI`` sum_i I(X_i; X_-i) (= TC + DTC).  Of the reverse process: ``KL`` the exact
+KL(q || p) of its output law, ``KL_per_token`` = KL / L, ``SER`` sequence error rate (mass of p
+outside the support of q, Section 4.3), ``TER_gap`` the per-token gap of the TER (= KL_per_token
+for the token error rate of Section 4.2), ``E_D`` = E[sum_j D_j] (Lemma B.9: the expected number
+of dependencies, the separator argument), ``P_distinct`` the probability that the l positions of
+one interval are revealed at l distinct steps (Theorem 4.4), ``NFE`` the expected number of
+network evaluations, ``s_max`` the largest step size.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+MAX_CLAIM_CHARS = 2000
+MAX_DEPTH = 60  # nesting of the expression tree
+MAX_LITERAL = 10 ** 12  # numbers written in a claim (exponents that large would only overflow)
+
+QUANTITIES = {
+    "L": "sequence length",
+    "N": "number of sampling steps",
+    "n": "n-gram order",
+    "V": "vocabulary size |V|",
+    "l": "interval length of the interval HMM",
+    "eps": "learning error (max form), nats",
+    "H": "entropy H(X_1..X_L), nats",
+    "TC": "total correlation sum_i H(X_i) - H(X), nats",
+    "DTC": "dual total correlation H(X) - sum_i H(X_i | X_-i), nats",
+    "sum_MI": "sum_i I(X_i; X_-i) (= TC + DTC), nats",
+    "KL": "exact KL(q || p) of the reverse process's output law, nats",
+    "KL_per_token": "KL / L, nats per token",
+    "SER": "sequence error rate: mass of p outside the support of q",
+    "TER_gap": "per-token TER gap (KL per token), nats",
+    "E_D": "E[sum_j D_j], the expected number of dependencies (Lemma B.9)",
+    "P_distinct": "probability that the l positions of one interval are revealed at distinct steps",
+    "NFE": "expected number of network evaluations",
+    "s_max": "largest step size",
+}
+
+RELATIONS = {ast.LtE: "<=", ast.Lt: "<", ast.GtE: ">=", ast.Gt: ">"}
+OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+
+
+def _harmonic_float(k: float) -> float:
+    if k != int(k) or k < 0:
+        raise ValueError(f"harmonic(k) needs an integer k >= 0, got {k!r}")
+    return math.fsum(1.0 / j for j in range(1, int(k) + 1))
+
+
+FUNCTIONS = {  # name: (number of arguments, float function, description)
+    "log": (1, math.log, "natural logarithm"),
+    "log2": (1, math.log2, "base-2 logarithm"),
+    "exp": (1, math.exp, "exponential"),
+    "sqrt": (1, math.sqrt, "square root"),
+    "abs": (1, abs, "absolute value"),
+    "ceil": (1, math.ceil, "least integer >= x"),
+    "floor": (1, math.floor, "greatest integer <= x"),
+    "harmonic": (1, _harmonic_float, "harmonic number H_k = 1 + 1/2 + ... + 1/k"),
+    "min": (2, min, "smaller of two"),
+    "max": (2, max, "larger of two"),
+}
+
+
+class ClaimError(ValueError):
+    """A claim that is not in the claim language (one line naming the offending token)."""
+
+
+# ----------------------------------------------------------------------------- the checked tree
+
+@dataclass(frozen=True)
+class Node:
+    kind: str  # "num", "name", "neg", "op", "call"
+    value: object = None  # the number (a Fraction-exact int or decimal text), the name, the operator, the function
+    args: tuple = ()
+
+
+def _token(node: ast.AST, text: str) -> str:
+    seg = ast.get_source_segment(text, node)
+    return seg if seg is not None else type(node).__name__
+
+
+def _refuse(node: ast.AST, text: str, what: str) -> ClaimError:
+    col = getattr(node, "col_offset", None)
+    where = f" at column {col + 1}" if col is not None else ""
+    return ClaimError(f"claim: {what} {_token(node, text)!r}{where} is not allowed; a claim uses numbers, the "
+                      f"quantities {', '.join(QUANTITIES)}, + - * / ** and {', '.join(FUNCTIONS)}")
+
+
+def _build(node: ast.AST, text: str, depth: int) -> Node:
+    if depth > MAX_DEPTH:
+        raise ClaimError(f"claim: the expression is nested more than {MAX_DEPTH} levels deep")
+    if isinstance(node, ast.Constant):
+        v = node.value
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise _refuse(node, text, "the constant")
+        if not math.isfinite(v) or abs(v) > MAX_LITERAL:
+            raise ClaimError(f"claim: the number {_token(node, text)!r} is outside [-{MAX_LITERAL}, {MAX_LITERAL}]")
+        return Node("num", _token(node, text) if isinstance(v, float) else int(v))
+    if isinstance(node, ast.Name):
+        if node.id not in QUANTITIES:
+            raise ClaimError(f"claim: unknown quantity {node.id!r} at column {node.col_offset + 1}; the quantities "
+                             f"are {', '.join(QUANTITIES)}")
+        return Node("name", node.id)
+    if isinstance(node, ast.UnaryOp):
+        if isinstance(node.op, ast.USub):
+            return Node("neg", None, (_build(node.operand, text, depth + 1),))
+        if isinstance(node.op, ast.UAdd):
+            return _build(node.operand, text, depth + 1)
+        raise _refuse(node, text, "the operator in")
+    if isinstance(node, ast.BinOp):
+        op = OPERATORS.get(type(node.op))
+        if op is None:
+            raise _refuse(node, text, "the operator in")
+        return Node("op", op, (_build(node.left, text, depth + 1), _build(node.right, text, depth + 1)))
+    if isinstance(node, ast.Call):
+        f = node.func
+        if not isinstance(f, ast.Name) or f.id not in FUNCTIONS:
+            raise _refuse(f, text, "the function")
+        if node.keywords:
+            raise _refuse(node.keywords[0], text, "the keyword argument")
+        arity = FUNCTIONS[f.id][0]
+        if len(node.args) != arity:
+            raise ClaimError(f"claim: {f.id} takes {arity} argument{'s' if arity > 1 else ''}, got {len(node.args)} "
+                             f"in {_token(node, text)!r}")
+        return Node("call", f.id, tuple(_build(a, text, depth + 1) for a in node.args))
+    raise _refuse(node, text, "the expression")
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+def _float(node: Node, values: dict) -> float:
+    k = node.kind
+    if k == "num":
+        return float(node.value)
+    if k == "name":
+        return float(values[node.value])
+    if k == "neg":
+        return -_float(node.args[0], values)
+    if k == "op":
+        a, b = _float(node.args[0], values), _float(node.args[1], values)
+        try:
+            if node.value == "+":
+                return a + b
+            if node.value == "-":
+                return a - b
+            if node.value == "*":
+                return a * b
+            if node.value == "/":
+                return a / b if b != 0 else (math.copysign(math.inf, a) if a != 0 else math.nan)
+            r = a ** b
+            return r if isinstance(r, float) else math.nan  # a complex power: undefined here
+        except OverflowError:
+            return math.inf
+    args = [_float(a, values) for a in node.args]
+    if any(math.isnan(x) for x in args):
+        return math.nan
+    try:
+        return float(FUNCTIONS[node.value][1](*args))
+    except (ValueError, OverflowError):  # log of a negative number, exp overflow, ceil of inf
+        return math.inf if node.value == "exp" else math.nan
+
+
+def _ball(node: Node, values: dict, arb):
+    k = node.kind
+    if k == "num":
+        v = node.value
+        if isinstance(v, int):
+            return arb(v)
+        num, den = _decimal(v)
+        return arb(num) / den
+    if k == "name":
+        return values[node.value]
+    if k == "neg":
+        return -_ball(node.args[0], values, arb)
+    if k == "op":
+        a, b = _ball(node.args[0], values, arb), _ball(node.args[1], values, arb)
+        return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
+                "**": lambda: a ** b}[node.value]()
+    args = [_ball(a, values, arb) for a in node.args]
+    name = node.value
+    if name in ("log", "exp", "sqrt"):
+        return getattr(args[0], name)()
+    if name == "log2":
+        return args[0].log() / arb(2).log()
+    if name == "abs":
+        return abs(args[0])
+    if name in ("ceil", "floor"):
+        x = args[0]
+        lo, hi = math.floor(float(x.lower())), math.floor(float(x.upper()))
+        if name == "ceil":
+            lo, hi = math.ceil(float(x.lower())), math.ceil(float(x.upper()))
+        if lo != hi:
+            raise ClaimError(f"claim: {name} of a ball that contains an integer boundary ({x}) is undecided")
+        return arb(lo)
+    if name == "harmonic":
+        x = args[0]
+        if not x.is_exact() or not x.is_integer() or x < 0:
+            raise ClaimError(f"claim: harmonic needs an exact integer >= 0, got {x}")
+        total = arb(0)
+        for j in range(1, int(x.unique_fmpz()) + 1):
+            total += arb(1) / j
+        return total
+    a, b = args
+    if name == "min":
+        return a if a < b else b if b < a else _undecided(name, a, b)
+    return a if a > b else b if b > a else _undecided(name, a, b)
+
+
+def _undecided(name, a, b):
+    if a.is_exact() and b.is_exact() and a == b:
+        return a
+    raise ClaimError(f"claim: {name}({a}, {b}) is undecided in ball arithmetic (the balls overlap)")
+
+
+def _decimal(text: str) -> tuple[int, int]:
+    """A decimal literal as an exact fraction (numerator, denominator): 0.1 is 1/10, not the float nearest it."""
+    from fractions import Fraction
+
+    f = Fraction(text.replace("_", ""))
+    return f.numerator, f.denominator
+
+
+def _negated(e):
+    """-e without evaluating anything but the sign of a number (a claim's powers may be astronomically large)."""
+    return -e if isinstance(e, sp.Number) else sp.Mul(sp.Integer(-1), e, evaluate=False)
+
+
+def _sympy(node: Node):
+    k = node.kind
+    if k == "num":
+        v = node.value
+        if isinstance(v, int):
+            return sp.Integer(v)
+        num, den = _decimal(v)
+        return sp.Rational(num, den)
+    if k == "name":
+        return SYMBOLS[node.value]
+    if k == "neg":
+        return _negated(_sympy(node.args[0]))
+    if k == "op":
+        a, b = _sympy(node.args[0]), _sympy(node.args[1])
+        if node.value == "+":
+            return sp.Add(a, b, evaluate=False)
+        if node.value == "-":
+            return sp.Add(a, _negated(b), evaluate=False)
+        if node.value == "*":
+            return sp.Mul(a, b, evaluate=False)
+        if node.value == "/":
+            return sp.Mul(a, sp.Pow(b, sp.Integer(-1), evaluate=False), evaluate=False)
+        return sp.Pow(a, b, evaluate=False)
+    args = [_sympy(a) for a in node.args]
+    if node.value == "log2":
+        return sp.Mul(sp.log(args[0], evaluate=False), sp.Pow(sp.log(2), -1, evaluate=False), evaluate=False)
+    f = {"log": sp.log, "exp": sp.exp, "sqrt": sp.sqrt, "abs": sp.Abs, "ceil": sp.ceiling, "floor": sp.floor,
+         "min": sp.Min, "max": sp.Max, "harmonic": sp.harmonic}[node.value]
+    return f(*args, evaluate=False)
+
+
+SYMBOLS = {name: sp.Symbol(name, real=True) for name in QUANTITIES}
+
+
+def _names(node: Node, out: set) -> set:
+    if node.kind == "name":
+        out.add(node.value)
+    for a in node.args:
+        _names(a, out)
+    return out
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A parsed claim: ``lhs RELATION rhs`` (:func:`parse_claim`)."""
+
+    text: str
+    lhs: Node
+    relation: str
+    rhs: Node
+    quantities: tuple = field(default=())
+
+    @property
+    def sympy(self):
+        """The claim as a sympy relation (built node by node, never by parsing text)."""
+        rel = {"<=": sp.Le, "<": sp.Lt, ">=": sp.Ge, ">": sp.Gt}[self.relation]
+        return rel(_sympy(self.lhs), _sympy(self.rhs), evaluate=False)
+
+    def _missing(self, values: dict) -> None:
+        missing = [q for q in self.quantities if q not in values]
+        if missing:
+            raise ClaimError(f"claim {self.text!r} needs the quantities {', '.join(missing)}")
+
+    def margin(self, values: dict) -> float:
+        """How far the claim is from failing, in float64: rhs - lhs for <=, <, and lhs - rhs for >=, >.
+
+        A negative margin is a violation (for < and >, a margin of 0 is one too); NaN where a side is
+        undefined (the log of a negative number, 0/0).
+        """
+        self._missing(values)
+        a, b = _float(self.lhs, values), _float(self.rhs, values)
+        return b - a if self.relation in ("<=", "<") else a - b
+
+    def holds(self, values: dict) -> bool | None:
+        """True / False in float64, None where the margin is NaN."""
+        m = self.margin(values)
+        if math.isnan(m):
+            return None
+        return m > 0 if self.relation in ("<", ">") else m >= 0
+
+    def margin_ball(self, values: dict, prec: int = 256):
+        """The margin as an arb ball (python-flint) from balls (or exact numbers) of the quantities."""
+        from .intervals import arb_module, to_arb
+
+        self._missing(values)
+        arb, ctx = arb_module()
+        old = ctx.prec
+        ctx.prec = prec
+        try:
+            balls = {k: to_arb(v, prec) for k, v in values.items()}
+            a, b = _ball(self.lhs, balls, arb), _ball(self.rhs, balls, arb)
+            return b - a if self.relation in ("<=", "<") else a - b
+        finally:
+            ctx.prec = old
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_claim(text: str) -> Claim:
+    """Parse a claim (module docstring); :class:`ClaimError` names what is not allowed."""
+    if not isinstance(text, str):
+        raise ClaimError(f"claim: expected text, got {type(text).__name__}")
+    if len(text) > MAX_CLAIM_CHARS:
+        raise ClaimError(f"claim: {len(text)} characters; at most {MAX_CLAIM_CHARS}")
+    src = text.strip()
+    if not src:
+        raise ClaimError("claim: empty; expected an inequality such as 'KL <= (s_max - 1) / L * sum_MI'")
+    try:
+        tree = ast.parse(src, mode="eval")
+    except SyntaxError as exc:
+        col = f" at column {exc.offset}" if exc.offset else ""
+        raise ClaimError(f"claim: not an expression{col} ({exc.msg})") from None
+    except (RecursionError, MemoryError, ValueError):
+        raise ClaimError(f"claim: the expression is nested more than {MAX_DEPTH} levels deep") from None
+    body = tree.body
+    if not isinstance(body, ast.Compare):
+        raise ClaimError(f"claim: {src!r} is not a comparison; expected LHS <= RHS (or <, >=, >)")
+    if len(body.ops) != 1:
+        raise ClaimError(f"claim: a chained comparison {src!r} is not allowed; state one inequality")
+    rel = RELATIONS.get(type(body.ops[0]))
+    if rel is None:
+        raise _refuse(body, src, "the comparison")
+    try:
+        lhs, rhs = _build(body.left, src, 1), _build(body.comparators[0], src, 1)
+    except RecursionError:
+        raise ClaimError(f"claim: the expression is nested more than {MAX_DEPTH} levels deep") from None
+    names = tuple(sorted(_names(lhs, set()) | _names(rhs, set()), key=list(QUANTITIES).index))
+    return Claim(src, lhs, rel, rhs, names)
