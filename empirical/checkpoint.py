@@ -198,6 +198,21 @@ def _first_line_of_torch_error(exc: BaseException) -> str:
     return line if len(line) <= 200 else line[:197] + "..."
 
 
+def _check_expanded_size(path: Path) -> None:
+    """Refuse an archive whose members expand beyond the memory guard (a small file can hold a zip bomb)."""
+    try:
+        if not zipfile.is_zipfile(path):
+            return  # torch.load reports what it cannot read
+        with zipfile.ZipFile(path) as zf:
+            total = sum(max(0, info.file_size) for info in zf.infolist())
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise CheckpointError(f"checkpoint {path} cannot be read: {exc}") from None
+    try:
+        check_memory(f"loading checkpoint {path} (its archive expands to this size)", total)
+    except ValueError as exc:
+        raise CheckpointError(str(exc)) from None
+
+
 def load_checkpoint(path: str | os.PathLike) -> dict:
     """The object saved by :func:`save_checkpoint`, after checking its digest; CheckpointError for a damaged file.
 
@@ -223,6 +238,7 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     if recorded != actual:
         raise CheckpointError(f"checkpoint {path} does not match its SHA-256 in {path.name}{DIGEST_SUFFIX}: "
                               "the file is damaged; refusing to load it")
+    _check_expanded_size(path)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch's remarks on pickle protocols are not the user's business

@@ -310,3 +310,30 @@ def test_crafted_checkpoints_never_break_a_consumer(tiny, capsys, data):
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         check_every_consumer(_craft(state, work / "c"), work, capsys)
+
+
+def test_an_archive_that_expands_beyond_the_memory_guard_is_refused_before_torch_reads_it(tiny, tmp_path, capsys,
+                                                                                          monkeypatch):
+    """A checkpoint whose digest matches but whose archive holds a member that inflates far beyond its file size
+    (here 64 MB of zeros in a file of about 100 kB) is refused from the archive's directory, naming the checkpoint."""
+    import zipfile
+
+    from mdmt.empirical.checkpoint import file_digest
+
+    run, _ = tiny
+    path = tmp_path / "bomb" / "ckpt.pt"
+    path.parent.mkdir()
+    shutil.copy(run / "ckpt.pt", path)
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("run/extra", bytes(64 << 20))
+    (path.parent / "ckpt.pt.sha256").write_text(file_digest(path) + "\n")
+    assert path.stat().st_size < (4 << 20)
+    monkeypatch.setenv("MDMT_MAX_MEMORY", "32M")  # above the file, below what the archive expands to
+    with pytest.raises(CheckpointError, match=r"loading checkpoint .*ckpt.pt \(its archive expands to this size\)"):
+        load_checkpoint(path)
+    assert main(["sample", "--checkpoint", str(path), "--language", "preset:2gram-ter", "-L", "8", "-N", "2",
+                 "--num", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "its archive expands" in err[0]
+    monkeypatch.delenv("MDMT_MAX_MEMORY")
+    load_checkpoint(run / "ckpt.pt")  # a real checkpoint expands to about its own size
