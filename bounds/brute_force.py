@@ -20,6 +20,7 @@ Small instances only (V^L sequences, every revealed state): L <= 6 or so.
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 
 import numpy as np
 
@@ -92,7 +93,7 @@ def cut_subsets(masked: list, scores: dict, count: int, tol: float = 1e-9) -> li
     sure = [i for i in masked if scores[i] > t + tol]
     tied = [i for i in masked if abs(scores[i] - t) <= tol]
     combos = list(itertools.combinations(tied, count - len(sure)))
-    return [(tuple(sorted(sure + list(c))), 1.0 / len(combos)) for c in combos]
+    return [(tuple(sorted(sure + list(c))), Fraction(1, len(combos))) for c in combos]
 
 
 def reference_rule(kind: str, **kw):
@@ -100,23 +101,23 @@ def reference_rule(kind: str, **kw):
 
     def rule(j, masked, P):
         if not masked:
-            return [((), 1.0)]
+            return [((), 1)]
         if kind == "rate":
             r = kw["rates"][j]
             return [(S, r ** len(S) * (1 - r) ** (len(masked) - len(S)))
                     for k in range(len(masked) + 1) for S in itertools.combinations(masked, k)]
         if kind == "fixed":
-            return [(tuple(i for i in masked if kw["order"][i] == j + 1), 1.0)]
+            return [(tuple(i for i in masked if kw["order"][i] == j + 1), 1)]
         if kind == "sizes":
             s = min(kw["sizes"][j], len(masked))
             combos = list(itertools.combinations(masked, s))
-            return [(c, 1.0 / len(combos)) for c in combos]
+            return [(c, Fraction(1, len(combos))) for c in combos]
         if kind == "topk":
             sc = dict(zip(range(len(P)), marginal_scores(P, kw["score"])))
             return cut_subsets(masked, sc, min(kw["sizes"][j], len(masked)))
         if kind == "threshold":
             if j == kw.get("cap", 10 ** 9) - 1:
-                return [(tuple(masked), 1.0)]
+                return [(tuple(masked), 1)]
             sc = dict(zip(range(len(P)), marginal_scores(P, "confidence")))
             return cut_subsets(masked, sc, max(1, sum(sc[i] > kw["tau"] for i in masked)))
         if kind == "entropy-sum":
@@ -137,41 +138,76 @@ def reference_rule(kind: str, **kw):
 def policy_law_by_trajectories(X: np.ndarray, denoise, rule, max_steps: int):
     """Output law on the rows of X and E[NFE], by enumerating every trajectory of (reveal set, tokens).
 
-    ``denoise(partial)`` returns the (L, V) table p(. | x_U) of a partial sequence (MASK = -1).
+    ``denoise(partial)`` returns the (L, V) table p(. | x_U) of a partial sequence (MASK = -1).  With
+    a denoiser of exact rationals (:func:`exact_oracle`) and exact rates, the law and E[NFE] are exact
+    (Fractions); the rules' subset weights are exact rationals either way.
     """
     L = X.shape[1]
-    nfe = 0.0
-    frontier = {tuple([-1] * L): 1.0}
+    nfe = 0
+    frontier = {tuple([-1] * L): 1}
     for j in range(max_steps):
         nxt = {}
         for partial, w in frontier.items():
             masked = [i for i in range(L) if partial[i] < 0]
             if not masked:
-                nxt[partial] = nxt.get(partial, 0.0) + w
+                nxt[partial] = nxt.get(partial, 0) + w
                 continue
             P = denoise(np.array(partial))
             for S, ws in rule(j, masked, P):
                 if ws == 0:
                     continue
                 if not S:
-                    nxt[partial] = nxt.get(partial, 0.0) + w * ws
+                    nxt[partial] = nxt.get(partial, 0) + w * ws
                     continue
                 nfe += w * ws
                 for vals in itertools.product(range(P.shape[1]), repeat=len(S)):
-                    pr = w * ws * float(np.prod([P[i, v] for i, v in zip(S, vals)]))
+                    pr = w * ws * _product(P[i, v] for i, v in zip(S, vals))
                     if pr == 0:
                         continue
                     y = list(partial)
                     for i, v in zip(S, vals):
                         y[i] = v
-                    nxt[tuple(y)] = nxt.get(tuple(y), 0.0) + pr
+                    nxt[tuple(y)] = nxt.get(tuple(y), 0) + pr
         frontier = nxt
     index = {tuple(int(v) for v in x): r for r, x in enumerate(X)}
-    p = np.zeros(len(X))
+    mass = [0] * len(X)
     for x, w in frontier.items():
         assert min(x) >= 0, "a trajectory left positions masked"
-        p[index[x]] += w
-    return p, nfe
+        mass[index[x]] += w
+    if not any(isinstance(w, float) for w in mass) and isinstance(nfe, (int, Fraction)):
+        return np.array([Fraction(w) for w in mass], dtype=object), Fraction(nfe)
+    return np.array(mass, dtype=np.float64), float(nfe)
+
+
+def _product(values):
+    out = 1
+    for v in values:
+        out = out * v
+    return out
+
+
+def exact_oracle(X: np.ndarray, q):
+    """The oracle denoiser of an exact law q (Fractions on the rows of X): partial -> (L, V) object table of
+    q(x_i = v | x_U) as Fractions; uniform off the support, as :func:`oracle_from_joint`."""
+    V = int(X.max()) + 1
+    L = X.shape[1]
+    q = [Fraction(v) for v in q]
+
+    def denoise(partial):
+        partial = np.asarray(partial)
+        keep = partial >= 0
+        match = np.all(X[:, keep] == partial[keep], axis=1)
+        total = sum((q[r] for r in np.flatnonzero(match)), Fraction(0))
+        out = np.empty((L, V), dtype=object)
+        for i in range(L):
+            for v in range(V):
+                if total == 0:
+                    out[i, v] = Fraction(1, V)
+                else:
+                    out[i, v] = sum((q[r] for r in np.flatnonzero(match & (X[:, i] == v))), Fraction(0)) / total
+        return out
+
+    return denoise
 
 
 def random_size_law(L: int, N: int, weights) -> dict:

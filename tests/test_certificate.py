@@ -1,0 +1,80 @@
+"""Certified verdicts: dyadic tables, exact quantities equal to the float ones, and verdicts that can be trusted."""
+
+import math
+
+import numpy as np
+import pytest
+
+from mdmt.bounds.certificate import NotCertifiable, certify_claim, dyadic_language, dyadic_rows, exact_quantities
+from mdmt.bounds.claims import parse_claim
+from mdmt.bounds.quantities import instance_quantities
+from mdmt.constructions.languages import NGram, interval_hmm, random_hmm, random_ngram
+
+LI_CAI = parse_claim("KL <= (2 ** ceil(log2(s_max)) - 1) / L * sum_MI")
+CHAIN = parse_claim("KL <= L * eps + log(V) * E_D")  # Lemma B.9, the chain bound in total form
+
+
+def test_dyadic_rows_sum_to_one_exactly_and_keep_the_support():
+    P = np.array([[0.3, 0.7, 0.0], [1e-9, 0.5, 0.5 - 1e-9], [1 / 3, 1 / 3, 1 / 3]])
+    R = dyadic_rows(P, 12)
+    assert np.all((R * 4096) == np.round(R * 4096))  # multiples of 2^-12
+    assert all(math.fsum(r) == 1.0 and sum(r) == 1.0 for r in R)  # exactly, in any order of summation
+    assert np.array_equal(R > 0, P > 0) and np.abs(R - P).max() <= 2 / 4096
+
+
+@pytest.mark.parametrize("make, L, N, process, interval", [
+    (lambda: random_ngram(3, 2, 2.0, 0.0, seed=3), 5, 3, "iid", None),
+    (lambda: random_ngram(3, 2, 1.0, 0.0, seed=7), 5, 3, "confidence", None),
+    (lambda: random_ngram(2, 3, 1.0, 0.0, seed=4), 4, 3, "margin", None),
+    (lambda: random_ngram(3, 2, 2.0, 0.0, seed=1), 5, 3, "stride", None),
+    (lambda: random_ngram(3, 2, 2.0, 0.0, seed=1), 5, 3, "random:tc", None),
+    (lambda: random_hmm(3, 3, 1.5, 0.0, seed=4), 3, 2, "threshold:0.6", None),
+    (lambda: interval_hmm(3), 3, 2, "iid", 3),
+])
+def test_the_exact_quantities_are_the_float_ones(make, L, N, process, interval):
+    """Two code paths on one rational instance: rationals, log-sums and trajectory enumeration against mdmt's float
+    evaluators (the numba chain, the windowed information quantities, the dependency transfer matrices)."""
+    lang = dyadic_language(make(), 16)
+    ex = exact_quantities(lang, L, process, N, interval)
+    fl = instance_quantities(lang, L, process, N, interval=interval)
+    assert set(ex) <= set(fl) and set(fl) - set(ex) <= ({"E_D"} if process != "iid" else set())  # E_D: i.i.d. only
+    for k, v in ex.items():
+        assert float(v) == pytest.approx(fl[k], rel=1e-10, abs=1e-13), k
+
+
+def test_a_false_claim_is_certified_false_and_a_true_one_true():
+    lang = dyadic_language(random_ngram(3, 2, 1.0, 0.0, seed=7), 16)
+    bad = certify_claim(LI_CAI, lang, 5, "confidence", 3)  # outside Li & Cai's assumption (docs/atlas.md)
+    assert bad["verdict"] == "certified violation" and bad["margin"][1] < -0.1
+    good = certify_claim(LI_CAI, lang, 5, "uniform", 3)  # inside it
+    assert good["verdict"] == "certified" and good["margin"][0] > 0.05
+    assert certify_claim(CHAIN, lang, 5, "iid", 3)["verdict"] == "certified"
+
+
+def test_an_attained_bound_is_decided_exactly_where_the_arithmetic_stays_rational():
+    """Theorem 4.4 at l = 2, L = 2, two linear steps: SER = 1/4 = the bound, every quantity rational (exp(0) = 1):
+    the margin ball is exactly 0, so '>=' is certified and the strict '>' is certified false."""
+    ge = parse_claim("SER >= 1 - (1 - exp(-2 * eps) / 2 * (1 - P_distinct)) ** (L / l)")
+    gt = parse_claim("SER > 1 - (1 - exp(-2 * eps) / 2 * (1 - P_distinct)) ** (L / l)")
+    res = certify_claim(ge, interval_hmm(2), 2, "iid", 2, interval=2)
+    assert res["verdict"] == "certified" and res["margin"][0] <= 0 <= res["margin"][1]
+    assert certify_claim(gt, interval_hmm(2), 2, "iid", 2, interval=2)["verdict"] == "certified violation"
+
+
+def test_a_seeded_wrong_constant_is_certified_false_on_the_tight_instance():
+    """The chain bound with its log|V| E[sum D_j] halved fails on a copying chain revealed at once (where the true
+    bound is attained: KL = 2 log 2 = log 2 * E[sum D_j])."""
+    copy = NGram(2, [0.5, 0.5], np.eye(2))
+    halved = parse_claim("KL <= L * eps + log(V) * E_D / 2")
+    res = certify_claim(halved, copy, 3, "iid", 1)
+    assert res["verdict"] == "certified violation" and res["margin"][1] == pytest.approx(-math.log(2), rel=1e-12)
+    assert certify_claim(CHAIN, copy, 3, "iid", 1)["verdict"] in ("certified", "undecided")  # attained: margin 0
+
+
+def test_what_is_not_certified_says_why():
+    lang = random_ngram(3, 2, 1.0, 0.0, seed=7)
+    for process in ("entropy", "entropy-sum:0.5"):
+        with pytest.raises(NotCertifiable, match="compare logarithms"):
+            exact_quantities(lang, 5, process, 3)
+    with pytest.raises(NotCertifiable, match="at most 4096 sequences"):
+        exact_quantities(lang, 13, "uniform", 3)
