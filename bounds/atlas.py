@@ -38,8 +38,8 @@ from mdmt.constructions.languages.ngram import NGram
 from mdmt.constructions.reverse.chain import chain_quantities
 from mdmt.constructions.reverse.exact import exact_output_law
 from mdmt.constructions.reverse.information import information_profile, information_quantities
-from mdmt.constructions.reverse.policies import (IID, Balanced, EntropySum, FixedOrder, RandomSizes, Sizes, Threshold,
-                                                  TopK, cut_weights, policy_list)
+from mdmt.constructions.reverse.policies import (IID, EntropySum, FixedOrder, RandomSizes, Sizes, Threshold, cut_weights,
+                                                  fixed_step_sizes, policy_list)
 from mdmt.constructions.reverse.policy_exact import exact_policy_law, teacher_forced
 from mdmt.constructions.reverse.schedules import expected_nfe
 from mdmt.constructions.reverse.tables import build_tables, denoiser_table
@@ -125,16 +125,6 @@ def expected_dependencies_from_patterns(n: int, L: int, pattern_law: np.ndarray)
     return float(total)
 
 
-def _sizes_of(policy, L):
-    if isinstance(policy, Sizes):
-        return policy.sizes_for(L) if isinstance(policy, Balanced) else policy.sizes
-    if isinstance(policy, TopK):
-        return policy.sizes_for(L)
-    if isinstance(policy, FixedOrder):
-        return np.bincount(policy.order(L))[1:]
-    return None
-
-
 def _holds(lhs, rhs) -> bool | None:
     """lhs <= rhs up to rounding (None when either side is undefined)."""
     if lhs is None or rhs is None or (isinstance(rhs, float) and math.isnan(rhs)):
@@ -172,7 +162,7 @@ def atlas(language, L: int, N: int, processes: str = DEFAULT_PROCESSES, denoiser
             kl, ser, nfe = pl.result.kl_nats, pl.result.ser, pl.expected_nfe
             akl, tc, learn = tf["assignment_kl"], tf["total_correlation"], tf["learning"]
             cb = (math.log(V) * expected_dependencies_from_patterns(n, L, tf["pattern_law"]) + learn) if n else None
-        sizes = _sizes_of(pol, L)
+        sizes = fixed_step_sizes(pol, L)
         lc = None if sizes is None else (2 ** math.ceil(math.log2(int(max(sizes)))) - 1) / L * sumI + learn
         K = nfe if isinstance(pol, (Threshold, EntropySum)) else N
         row = {"process": pol.spec, "adaptive": pol.adaptive, "expected_nfe": nfe, "kl": kl,

@@ -31,7 +31,7 @@ import numpy as np
 from mdmt.constructions.languages.hmm import HMM
 from mdmt.constructions.languages.ngram import NGram
 from mdmt.constructions.reverse.policies import (IID, Balanced, EntropySum, FixedOrder, RandomSizes, Sizes, Threshold,
-                                                  TopK, parse_policy)
+                                                  TopK, fixed_step_sizes, parse_policy)
 from mdmt.constructions.validation import positive_int
 
 from . import brute_force as bf
@@ -157,8 +157,7 @@ def exact_quantities(language, L: int, process: str = "iid", N: int | None = Non
         out["E_D"] = sum(expected_dependencies_exact(n, L, pi), Fraction(0))
     if pi is not None and interval is not None:
         out["P_distinct"] = p_distinct_exact(pi, interval)
-    sizes = (policy.sizes_for(L) if isinstance(policy, (Balanced, TopK)) else policy.sizes if isinstance(policy, Sizes)
-             else np.bincount(policy.order(L))[1:] if isinstance(policy, FixedOrder) else None)
+    sizes = fixed_step_sizes(policy, L)
     if sizes is not None:
         out["s_max"] = int(max(int(s) for s in sizes))
     return out

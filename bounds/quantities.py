@@ -26,20 +26,8 @@ from __future__ import annotations
 import math
 
 from mdmt.constructions.languages.ngram import NGram
-from mdmt.constructions.reverse.policies import IID, Balanced, FixedOrder, Sizes, TopK, parse_policy
+from mdmt.constructions.reverse.policies import IID, fixed_step_sizes, parse_policy
 from mdmt.constructions.validation import positive_int
-
-
-def _sizes(policy, L: int):
-    if isinstance(policy, (Balanced, TopK)):
-        return policy.sizes_for(L)
-    if isinstance(policy, Sizes):
-        return policy.sizes
-    if isinstance(policy, FixedOrder):
-        import numpy as np
-
-        return np.bincount(policy.order(L))[1:]
-    return None
 
 
 def instance_quantities(language, L: int, process: str = "iid", N: int | None = None, denoiser=None,
@@ -92,7 +80,7 @@ def instance_quantities(language, L: int, process: str = "iid", N: int | None = 
     out.update(KL=float(kl), KL_per_token=float(kl) / L, TER_gap=float(kl) / L, SER=float(ser))
     if nfe is not None:
         out["NFE"] = float(nfe)
-    sizes = _sizes(policy, L)
+    sizes = fixed_step_sizes(policy, L)
     if sizes is not None:
         out["s_max"] = float(max(int(s) for s in sizes))
     return {k: v for k, v in out.items() if v is not None and not (isinstance(v, float) and math.isnan(v))}

@@ -460,6 +460,18 @@ class FixedOrder(Policy):
         return float(len(np.unique(self.order(L))))
 
 
+def fixed_step_sizes(policy: Policy, L: int) -> np.ndarray | None:
+    """The step sizes s_1..s_K of a process whose sizes do not depend on the tokens (fixed and balanced sizes,
+    top-k, fixed orders); None for i.i.d. steps, random sizes, threshold and entropy-sum."""
+    if isinstance(policy, (Balanced, TopK)):
+        return policy.sizes_for(L)
+    if isinstance(policy, Sizes):
+        return policy.sizes
+    if isinstance(policy, FixedOrder):
+        return np.bincount(policy.order(L))[1:]
+    return None
+
+
 # ----------------------------------------------------------------------------- SPEC grammar
 
 FORMS = POLICY_FORMS  # the SPEC grammar as help texts and errors quote it (mdmt.defaults)
