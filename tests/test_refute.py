@@ -1,0 +1,73 @@
+"""The counterexample search: it rediscovers documented failures and seeded mistakes, certifies them, and never
+refutes a true bound."""
+
+import math
+
+import pytest
+
+from mdmt.bounds.claims import ClaimError
+from mdmt.bounds.refute import NUMERIC_TOL, parse_family, search
+
+LI_CAI = "KL <= (2 ** ceil(log2(s_max)) - 1) / L * sum_MI"
+CHAIN = "KL <= L * eps + log(V) * E_D"  # Lemma B.9 in total form: a theorem
+
+
+def test_it_rediscovers_li_and_cai_under_top_k_confidence_and_certifies_it():
+    """docs/atlas.md: Li & Cai's bound assumes uniformly random positions; top-k confidence breaks it.
+    Budget stated: 40 exact evaluations on binary 3-grams at L = 5, N = 3."""
+    res = search(LI_CAI, "ngram:n=3,V=2", (5,), (3,), ("confidence",), budget=40, seed=0)
+    assert res.verdict == "certified violation" and res.evaluations <= 40
+    assert res.candidate.margin < -0.05 and res.certificate["margin"][1] < 0
+    assert res.certificate["values"]["KL"] > res.certificate["values"]["sum_MI"] / 5  # the bound is (2 - 1)/5 sum_MI
+
+
+def test_a_seeded_wrong_constant_is_found_and_certified():
+    res = search("KL <= L * eps + log(V) * E_D / 2", "ngram:n=2,V=2", (4,), (1,), ("iid",), budget=40, seed=0)
+    assert res.verdict == "certified violation" and res.candidate.margin < 0
+
+
+@pytest.mark.parametrize("claim, family, processes", [
+    (CHAIN, "ngram:n=2,V=2", ("iid",)),
+    (CHAIN, "ngram:n=3,V=2", ("iid",)),
+    (LI_CAI, "ngram:n=3,V=2", ("uniform",)),  # inside Li & Cai's assumption
+])
+def test_a_true_bound_is_never_refuted_and_the_tightest_instance_is_reported(claim, family, processes):
+    res = search(claim, family, (4,), (1, 2), processes, budget=24, seed=1)
+    assert res.verdict == "no violation found" and res.evaluations == 24
+    assert res.candidate.margin >= -NUMERIC_TOL  # at worst a tight instance, up to the rounding of the two sides
+    assert min(m for m in res.history if math.isfinite(m)) == res.candidate.margin
+
+
+def test_the_search_is_deterministic_given_a_seed():
+    b = search("KL <= TC", "hmm:S=2,V=2", (3,), (2,), ("iid", "confidence"), budget=10, seed=5, certify=False)
+    c = search("KL <= TC", "hmm:S=2,V=2", (3,), (2,), ("iid", "confidence"), budget=10, seed=5, certify=False)
+    assert b.history == c.history and b.candidate.margin == c.candidate.margin and len(b.history) == 10
+    with pytest.raises(ClaimError, match="needs the quantities E_D"):  # an HMM has no separators: no E_D
+        search(CHAIN, "hmm:S=2,V=2", (3,), (2,), ("iid",), budget=4, seed=5)
+
+
+@pytest.mark.parametrize("text, says", [("ngram:n=3", "missing V"), ("ngram:n=3,V=2,S=4", "'S=4' is not one of"),
+                                        ("tree:n=3,V=2", "expected ngram"), ("hmm:S=x,V=2", "S must be an integer"),
+                                        ("ngram:n=3,V=1", "V must be an integer (>= 2")])
+def test_families_are_checked(text, says):
+    with pytest.raises(ValueError, match=None) as exc:
+        parse_family(text)
+    assert says in str(exc.value)
+
+
+def test_the_continuous_refinement_moves_toward_a_violation():
+    """Nelder-Mead on the softmax logits of one drawn 2-gram lowers the margin of 'KL <= 1' (it raises the KL of
+    revealing four tokens at once), keeping the table's zeros."""
+    import numpy as np
+
+    from mdmt.bounds.claims import parse_claim
+    from mdmt.bounds.refute import Candidate, _margin, _refine
+    from mdmt.constructions.languages import random_ngram
+
+    claim = parse_claim("KL <= 1")
+    lang = random_ngram(2, 2, 2.0, 0.0, seed=3)
+    start = Candidate(lang, 4, 1, "uniform", _margin(claim, lang, 4, 1, "uniform"))
+    history = []
+    better = _refine(claim, start, 40, history)
+    assert len(history) <= 40 and better.margin < start.margin - 0.05
+    assert better.margin == min(history) and np.array_equal(better.language.transition_ > 0, lang.transition_ > 0)
