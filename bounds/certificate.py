@@ -59,15 +59,24 @@ def dyadic_rows(P, bits: int = 20) -> np.ndarray:
     return (rows / scale).reshape(P.shape)
 
 
+def tables_of(language) -> list[np.ndarray]:
+    """The probability tables of an n-gram (initial law, conditionals) or an HMM (start, transition, emission)."""
+    if isinstance(language, NGram):
+        return [language.initial_, language.transition_]
+    if isinstance(language, HMM):
+        return [language.startprob_, language.transmat_, language.emissionprob_]
+    raise NotCertifiable(f"a {type(language).__name__} has no tables mdmt can round or refine")
+
+
+def with_tables(language, tables):
+    """A language of the same kind (and order) as ``language`` with other tables (in :func:`tables_of`'s order)."""
+    return NGram(language.n, *tables) if isinstance(language, NGram) else HMM(*tables)
+
+
 def dyadic_language(language, bits: int = 20):
     """The language with every table rounded by :func:`dyadic_rows` (an n-gram or an HMM)."""
     bits = positive_int("bits", bits)
-    if isinstance(language, NGram):
-        return NGram(language.n, dyadic_rows(language.initial_, bits), dyadic_rows(language.transition_, bits))
-    if isinstance(language, HMM):
-        return HMM(dyadic_rows(language.startprob_, bits), dyadic_rows(language.transmat_, bits),
-                   dyadic_rows(language.emissionprob_, bits))
-    raise NotCertifiable(f"cannot round a {type(language).__name__} to rationals")
+    return with_tables(language, [dyadic_rows(t, bits) for t in tables_of(language)])
 
 
 def _exact_rule(policy, L: int):

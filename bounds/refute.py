@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mdmt.constructions.languages.hmm import HMM
-from mdmt.constructions.languages.ngram import NGram
 from mdmt.constructions.languages.random_languages import random_hmm, random_ngram
 from mdmt.constructions.validation import as_rng, positive_int
 
@@ -102,23 +100,13 @@ def _margin(claim: Claim, lang, L: int, N: int, process: str) -> float:
         return math.nan
 
 
-def _tables(lang) -> list[np.ndarray]:
-    if isinstance(lang, NGram):
-        return [lang.initial_, lang.transition_]
-    return [lang.startprob_, lang.transmat_, lang.emissionprob_]
-
-
-def _rebuild(lang, tables):
-    if isinstance(lang, NGram):
-        return NGram(lang.n, *tables)
-    return HMM(*tables)
-
-
 def _refine(claim: Claim, cand: Candidate, evaluations: int, history: list) -> Candidate:
     """Nelder-Mead on the softmax logits of the candidate's tables (zeros kept), at most ``evaluations`` margins."""
     from scipy.optimize import minimize
 
-    tables = _tables(cand.language)
+    from .certificate import tables_of, with_tables
+
+    tables = tables_of(cand.language)
     masks = [np.asarray(t) > 0 for t in tables]
     x0 = np.concatenate([np.log(np.asarray(t)[m]) for t, m in zip(tables, masks)])
     best = [cand]
@@ -131,7 +119,7 @@ def _refine(claim: Claim, cand: Candidate, evaluations: int, history: list) -> C
             k += int(m.sum())
             z = np.exp(logits - logits.max(axis=-1, keepdims=True))
             out.append(z / z.sum(axis=-1, keepdims=True))
-        return _rebuild(cand.language, out)
+        return with_tables(cand.language, out)
 
     def objective(x):
         lang = build(x)
