@@ -10,7 +10,8 @@ A violation found in float64 is only a lead.  :func:`certify_claim` re-establish
    entropies as exact sums of logarithms of rationals (:class:`~.intervals.LogSum`), the output law
    p of the reverse process by enumerating every trajectory (:mod:`.brute_force`) with the exact
    oracle, hence KL = sum q log(q/p) as a LogSum, SER and E[NFE] as rationals, E[sum_j D_j]
-   (Lemma B.9) and P_distinct (Theorem 4.4) in rationals for i.i.d. reveal steps;
+   (Lemma B.9) and P_distinct (Theorem 4.4) in rationals for i.i.d. reveal steps, and for those
+   (L <= 6) E sum_j TC(X_{S_j} | x_{U_j}) over every ordered partition of the positions;
 3. the claim's margin is evaluated in arb ball arithmetic from those values
    (:meth:`~.claims.Claim.margin_ball`), at 256 bits and, where the ball still holds 0, at 1024:
    ``certified violation`` when the ball lies below 0 (at or below, for a strict relation),
@@ -38,6 +39,7 @@ from . import brute_force as bf
 from .intervals import LogSum, to_arb
 
 MAX_CERTIFIED_SEQUENCES = 4096  # V^L sequences: the trajectory enumeration visits every revealed state
+MAX_PARTITION_LENGTH = 6  # E_TC of i.i.d. steps sums over the ordered partitions of L positions (4683 at L = 6)
 
 
 class NotCertifiable(ValueError):
@@ -122,7 +124,8 @@ def exact_quantities(language, L: int, process: str = "iid", N: int | None = Non
     ``language`` is taken as the rational numbers its float tables hold (round it first with
     :func:`dyadic_language` for short denominators).
     """
-    from .references import Reference, expected_dependencies_exact, p_distinct_exact
+    from .references import (ChainEval, Partitions, Reference, expected_dependencies_exact, p_distinct_exact,
+                              partition_probabilities)
 
     L = positive_int("L", L)
     V = int(language.n_symbols)
@@ -162,6 +165,10 @@ def exact_quantities(language, L: int, process: str = "iid", N: int | None = Non
     KL = sum((LogSum.log(q[r] / p[r]) * q[r] for r in support), LogSum())
     out.update(KL=KL, KL_per_token=KL * Fraction(1, L), TER_gap=KL * Fraction(1, L),
                SER=1 - sum((p[r] for r in support), Fraction(0)), NFE=nfe)
+    if pi is not None and L <= MAX_PARTITION_LENGTH:  # E sum_j TC over every ordered partition, exactly
+        parts = Partitions(L, L)
+        chain = ChainEval(ref, None, parts)
+        out["E_TC"] = (partition_probabilities(parts, pi, ref.B) * chain.tc).sum()
     if pi is not None and n is not None:
         out["E_D"] = sum(expected_dependencies_exact(n, L, pi), Fraction(0))
     if pi is not None and interval is not None:

@@ -24,7 +24,8 @@ total correlation sum_i H(X_i) - H(X), ``DTC`` dual total correlation H(X) - sum
 KL(q || p) of its output law, ``KL_per_token`` = KL / L, ``SER`` sequence error rate (mass of p
 outside the support of q, Section 4.3), ``TER_gap`` the per-token gap of the TER (= KL_per_token
 for the token error rate of Section 4.2), ``E_D`` = E[sum_j D_j] (Lemma B.9: the expected number
-of dependencies, the separator argument), ``P_distinct`` the probability that the l positions of
+of dependencies, the separator argument), ``E_TC`` = E sum_j TC(X_{S_j} | x_{U_j}) along x ~ q (the
+correlation part of Lemma B.3; ParallelBench's partition lower bound), ``P_distinct`` the probability that the l positions of
 one interval are revealed at l distinct steps (Theorem 4.4), ``NFE`` the expected number of
 network evaluations, ``s_max`` the largest step size.
 """
@@ -57,6 +58,7 @@ QUANTITIES = {
     "SER": "sequence error rate: mass of p outside the support of q",
     "TER_gap": "per-token TER gap (KL per token), nats",
     "E_D": "E[sum_j D_j], the expected number of dependencies (Lemma B.9)",
+    "E_TC": "E sum_j TC(X_{S_j} | x_{U_j}) along x ~ q (Lemma B.3's correlation part; ParallelBench's lower bound)",
     "P_distinct": "probability that the l positions of one interval are revealed at distinct steps",
     "NFE": "expected number of network evaluations",
     "s_max": "largest step size",

@@ -10,6 +10,8 @@ from mdmt's exact evaluators, the ones :mod:`mdmt.bounds.atlas` and ``mdmt verif
   chain otherwise); ``KL_per_token`` = ``TER_gap`` = KL / L;
 * ``H``, ``TC``, ``DTC``, ``sum_MI``: :func:`~mdmt.constructions.reverse.information.information_quantities`;
 * ``eps``: the learning error in its max form (0 for the oracle);
+* ``E_TC``: E sum_j TC(X_{S_j} | x_{U_j}) along x ~ q (the chain's expectation for ``iid``, the
+  teacher-forced chain otherwise);
 * ``E_D`` (n-grams): E[sum_j D_j] of Lemma B.9, from the schedule for ``iid``
   (:func:`~mdmt.bounds.dependencies.expected_dependencies`) and from the process's own law of
   (U_j, S_j) otherwise (:func:`~mdmt.bounds.atlas.expected_dependencies_from_patterns`);
@@ -36,6 +38,7 @@ def instance_quantities(language, L: int, process: str = "iid", N: int | None = 
 
     ``interval``: the interval length l when ``language`` is the interval HMM (for ``l`` and ``P_distinct``).
     """
+    from mdmt.constructions.reverse.chain import chain_quantities
     from mdmt.constructions.reverse.exact import exact_output_law
     from mdmt.constructions.reverse.information import information_quantities
     from mdmt.constructions.reverse.learning import learning_error
@@ -67,6 +70,7 @@ def instance_quantities(language, L: int, process: str = "iid", N: int | None = 
     if isinstance(policy, IID):
         law = exact_output_law(language, L, policy.pi, support_only=False, tables=tables, table=D)
         kl, ser, nfe = law.kl_nats, law.ser, expected_nfe(policy.pi, L)
+        out["E_TC"] = chain_quantities(language, L, policy.pi, tables=tables, table=D)["expected_total_correlation"]
         if n is not None:
             out["E_D"] = float(expected_dependencies(n, L, policy.pi))
         if interval is not None:
@@ -74,8 +78,9 @@ def instance_quantities(language, L: int, process: str = "iid", N: int | None = 
     else:
         pl = exact_policy_law(language, L, policy, support_only=False, tables=tables, table=D)
         kl, ser, nfe = pl.result.kl_nats, pl.result.ser, pl.expected_nfe
+        tf = teacher_forced(language, L, policy, tables=tables, table=D, track_patterns=n is not None)
+        out["E_TC"] = tf["total_correlation"]
         if n is not None:
-            tf = teacher_forced(language, L, policy, tables=tables, table=D, track_patterns=True)
             out["E_D"] = expected_dependencies_from_patterns(n, L, tf["pattern_law"])
     out.update(KL=float(kl), KL_per_token=float(kl) / L, TER_gap=float(kl) / L, SER=float(ser))
     if nfe is not None:

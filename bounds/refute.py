@@ -176,6 +176,6 @@ def search(claim, family: str = "ngram:n=3,V=2", lengths=(5,), steps=(3,), proce
                 else:  # the exact computation does not confirm the float one: no violation is claimed
                     verdict = "no violation found"
                     cert = {**cert, "verdict": f"the instance rounded to 2^-{CERTIFY_BITS[-1]} is {cert['verdict']}"}
-            except NotCertifiable as exc:
+            except (NotCertifiable, ClaimError) as exc:  # a process or quantity without an exact evaluation
                 cert = {"verdict": "not certified", "reason": str(exc)}
     return RefuteResult(claim.text, verdict, best, cert, len(history), time.perf_counter() - t0, history)

@@ -22,7 +22,7 @@ def test_a_copying_chain_revealed_at_once_by_hand():
     q = instance_quantities(NGram(2, [0.5, 0.5], np.eye(2)), 3, "uniform", 1)
     want = {"L": 3, "V": 2, "N": 1, "n": 2, "eps": 0, "H": LN2, "TC": 2 * LN2, "DTC": LN2, "sum_MI": 3 * LN2,
             "KL": 2 * LN2, "KL_per_token": 2 * LN2 / 3, "TER_gap": 2 * LN2 / 3, "SER": 0.75, "E_D": 2, "s_max": 3,
-            "NFE": 1}
+            "NFE": 1, "E_TC": 2 * LN2}  # one step: E sum_j TC = TC
     assert set(q) == set(want)
     for k, v in want.items():
         assert q[k] == pytest.approx(v, rel=1e-12, abs=1e-15), k
@@ -38,6 +38,8 @@ def test_the_interval_hmm_attains_theorem_44():
     q = instance_quantities(interval_hmm(2), 2, "iid", 2, interval=2)
     assert q["P_distinct"] == pytest.approx(0.5, rel=1e-14) and q["SER"] == pytest.approx(0.25, rel=1e-14)
     assert q["KL"] == pytest.approx(math.log(4 / 3), rel=1e-14) and q["NFE"] == pytest.approx(1.5, rel=1e-14)
+    # E sum_j TC: the two tokens share a step with probability 1/2, and then cost TC = log 2
+    assert q["E_TC"] == pytest.approx(LN2 / 2, rel=1e-14)
     c = parse_claim("SER >= 1 - (1 - exp(-2 * eps) / 2 * (1 - P_distinct)) ** (L / l)")
     assert abs(c.margin(q)) < 1e-14
     assert "s_max" not in q and "E_D" not in q and "n" not in q  # i.i.d. steps have random sizes; an HMM, no order

@@ -21,6 +21,15 @@ def test_it_rediscovers_li_and_cai_under_top_k_confidence_and_certifies_it():
     assert res.certificate["values"]["KL"] > res.certificate["values"]["sum_MI"] / 5  # the bound is (2 - 1)/5 sum_MI
 
 
+def test_it_rediscovers_parallelbench_for_random_partitions_and_certifies_it():
+    """ParallelBench's lower bound E sum_j TC <= KL holds for one fixed partition (docs/atlas.md) and fails for the
+    mixture of partitions of i.i.d. steps; budget stated: 40 evaluations on binary 2-grams at L = 2, 3, N = 2."""
+    res = search("E_TC <= KL", "ngram:n=2,V=2", (2, 3), (2,), ("iid",), budget=40, seed=0)
+    assert res.verdict == "certified violation" and res.candidate.margin < -0.05
+    fixed = search("E_TC <= KL", "ngram:n=2,V=2", (3,), (2,), ("stride",), budget=20, seed=0)
+    assert fixed.verdict == "no violation found" and abs(fixed.candidate.margin) <= NUMERIC_TOL  # attained
+
+
 def test_a_seeded_wrong_constant_is_found_and_certified():
     res = search("KL <= L * eps + log(V) * E_D / 2", "ngram:n=2,V=2", (4,), (1,), ("iid",), budget=40, seed=0)
     assert res.verdict == "certified violation" and res.candidate.margin < 0
