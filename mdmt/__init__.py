@@ -30,6 +30,8 @@ Policies beyond i.i.d. reveal steps (docs/atlas.md, docs/adaptive.md)
     ``IntervalOracle``, ``information_quantities``, ``atlas``
 Theorem statements and the main job
     ``STATEMENTS`` (the sympy statements of Lemmas A.1-A.3, B.10/B.11 and Theorems 4.2-4.4), ``verify``
+Conjectured bounds (docs/claims.md)
+    ``parse_claim``, ``instance_quantities``, ``certify_claim``, ``refute`` (the seeded counterexample search)
 """
 
 from __future__ import annotations
@@ -81,8 +83,11 @@ _API = {
     "IntervalOracle": "mdmt.constructions.reverse.interval_oracle",
     "information_quantities": "mdmt.constructions.reverse.information",
     "atlas": "mdmt.bounds.atlas",
+    "parse_claim": "mdmt.bounds.claims",
+    "instance_quantities": "mdmt.bounds.quantities",
+    "certify_claim": "mdmt.bounds.certificate",
 }
-_RENAMED = {"STATEMENTS": ("mdmt.bounds.statements", "ALL")}
+_RENAMED = {"STATEMENTS": ("mdmt.bounds.statements", "ALL"), "refute": ("mdmt.bounds.refute", "search")}
 
 __all__ = sorted([*_API, *_RENAMED])
 
