@@ -320,10 +320,15 @@ def write_csv(path, header: list[str], rows) -> Path:
     return Path(path)
 
 
+def _csv_head(path) -> list[str]:
+    """The columns of a CSV file's first line (read at most 64 KiB of it)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.readline(1 << 16).rstrip("\r\n").split(",")
+
+
 def csv_header_is(path, header: list[str]) -> bool:
     """Whether the file's first line is this CSV header (a ``same`` test for :func:`check_output_file`)."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        return fh.readline().rstrip("\r\n") == ",".join(header)
+    return _csv_head(path) == list(header)
 
 
 PNG_SOFTWARE = "mdmt"
@@ -346,9 +351,7 @@ def png_written_by(path, software: str) -> bool:
 def csv_header_starts(path, columns) -> bool:
     """Whether the file's first line is a CSV header whose first columns are ``columns`` (mdmt's tables that
     append columns of their own after a fixed head: a ``same`` test for :func:`check_output_folder`)."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        head = fh.readline(1 << 16).rstrip("\r\n").split(",")
-    return head[:len(columns)] == list(columns)
+    return _csv_head(path)[:len(columns)] == list(columns)
 
 
 _RECORD_KEYS = ("command", "commit", "started")  # what every provenance record (mdmt.provenance.record) holds
