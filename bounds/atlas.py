@@ -6,8 +6,9 @@ gets one row with, all exact (enumeration over trajectories, docs/atlas.md):
 ``kl``                the exact KL(q || p) of the output law (nats), ``ser``, ``expected_nfe``;
 ``assignment_kl``     E_{x~q, traj|x}[log q(x) - log p_traj(x)] >= kl, split into
 ``total_correlation`` E sum_j TC(X_{S_j} | x_{U_j}) and ``learning`` (C2 of docs/theorems.md);
-``chain_bound``       Feng et al.'s chain (C4): log|V| E[sum_j D_j] + learning, n-grams only.  For the
-                      paper's i.i.d. reveal steps this is ``mdmt.bounds.dependencies.chain_bound`` with
+``chain_bound``       Feng et al.'s chain (C4): log|V| E[sum_j D_j] + learning, n-grams only, evaluated from
+                      the statement ``CHAIN_BOUND`` of :mod:`.statements`.  For the paper's i.i.d. reveal
+                      steps this is ``mdmt.bounds.dependencies.chain_bound`` with
                       the exact E[sum_j D_j]; for the other processes the same separator argument is
                       applied to the process's own law of (U_j, S_j) (TC(X_S | x_U) <= D(U, S) log|V|
                       holds for every U, S and x_U);
@@ -47,7 +48,8 @@ from mdmt.constructions.validation import positive_int
 
 from mdmt.defaults import ATLAS_PROCESSES
 
-from .dependencies import chain_bound, dependencies_for_assignment
+from .dependencies import dependencies_for_assignment, expected_dependencies
+from .statements import CHAIN_BOUND
 
 DEFAULT_PROCESSES = ATLAS_PROCESSES  # every family the atlas knows (mdmt.defaults)
 COLUMNS = ("process", "expected_nfe", "kl", "kl_bits_per_token", "ser", "assignment_kl", "total_correlation",
@@ -136,6 +138,29 @@ def _ratio(a, b):
     return a / b if b > 0 else math.inf
 
 
+def process_law(language, L: int, policy, tables, table, n: int | None) -> dict:
+    """The exact law of one reverse process and its chain expectations (module docstring).
+
+    Keys: ``kl``, ``ser``, ``expected_nfe``, ``assignment_kl``, ``total_correlation`` (E sum_j TC),
+    ``learning`` and, for an n-gram (order ``n``), ``E_D`` = E[sum_j D_j].  For the paper's i.i.d. steps
+    these come from mdmt's evaluators of Section 3.2 and (C1)-(C4); for the other processes from the
+    policy chain and its teacher-forced twin (the process's own law of (U_j, S_j)).
+    """
+    if isinstance(policy, IID):
+        law = exact_output_law(language, L, policy.pi, support_only=False, tables=tables, table=table)
+        cq = chain_quantities(language, L, policy.pi, tables=tables, table=table)
+        return {"kl": law.kl_nats, "ser": law.ser, "expected_nfe": expected_nfe(policy.pi, L),
+                "assignment_kl": cq["expected_assignment_kl"], "total_correlation": cq["expected_total_correlation"],
+                "learning": cq["expected_learning_term"],
+                "E_D": None if n is None else expected_dependencies(n, L, policy.pi)}
+    pl = exact_policy_law(language, L, policy, support_only=False, tables=tables, table=table)
+    tf = teacher_forced(language, L, policy, tables=tables, table=table, track_patterns=n is not None)
+    return {"kl": pl.result.kl_nats, "ser": pl.result.ser, "expected_nfe": pl.expected_nfe,
+            "assignment_kl": tf["assignment_kl"], "total_correlation": tf["total_correlation"],
+            "learning": tf["learning"],
+            "E_D": None if n is None else expected_dependencies_from_patterns(n, L, tf["pattern_law"])}
+
+
 def atlas(language, L: int, N: int, processes: str = DEFAULT_PROCESSES, denoiser=None) -> dict:
     """The atlas of one instance (module docstring): ``instance`` (H, TC, DTC, sum_i I, the profile) and ``rows``."""
     L = positive_int("L", L)
@@ -150,18 +175,10 @@ def atlas(language, L: int, N: int, processes: str = DEFAULT_PROCESSES, denoiser
     TC, DTC, sumI = info["total_correlation"], info["dual_total_correlation"], info["sum_mutual_information"]
     rows = []
     for pol in policies:
-        if isinstance(pol, IID):  # the paper's process: mdmt's exact evaluators of Section 3.2 and (C1)-(C4)
-            law = exact_output_law(language, L, pol.pi, support_only=False, tables=tables, table=D)
-            cq = chain_quantities(language, L, pol.pi, tables=tables, table=D)
-            kl, ser, nfe = law.kl_nats, law.ser, expected_nfe(pol.pi, L)
-            akl, tc, learn = cq["expected_assignment_kl"], cq["expected_total_correlation"], cq["expected_learning_term"]
-            cb = chain_bound(n, L, pol.pi, V, learn / L) * L if n else None
-        else:
-            pl = exact_policy_law(language, L, pol, support_only=False, tables=tables, table=D)
-            tf = teacher_forced(language, L, pol, tables=tables, table=D, track_patterns=n is not None)
-            kl, ser, nfe = pl.result.kl_nats, pl.result.ser, pl.expected_nfe
-            akl, tc, learn = tf["assignment_kl"], tf["total_correlation"], tf["learning"]
-            cb = (math.log(V) * expected_dependencies_from_patterns(n, L, tf["pattern_law"]) + learn) if n else None
+        r = process_law(language, L, pol, tables, D, n)
+        kl, ser, nfe = r["kl"], r["ser"], r["expected_nfe"]
+        akl, tc, learn = r["assignment_kl"], r["total_correlation"], r["learning"]
+        cb = None if n is None else CHAIN_BOUND.evaluate(epsilon_learning=learn / L, V=V, E_D=r["E_D"], L=L) * L
         sizes = fixed_step_sizes(pol, L)
         lc = None if sizes is None else (2 ** math.ceil(math.log2(int(max(sizes)))) - 1) / L * sumI + learn
         K = nfe if isinstance(pol, (Threshold, EntropySum)) else N

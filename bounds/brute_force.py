@@ -210,14 +210,23 @@ def exact_oracle(X: np.ndarray, q):
     return denoise
 
 
+def boundary_weights(L: int, law: str) -> list[Fraction]:
+    """P(c = u), u = 1..L-1, of one step boundary of random sizes, exactly: w(u) = 1/(L - u) (tc), 1/u (dtc) or 1
+    (uniform), normalised (the definition in policies.py's module docstring)."""
+    w = [{"tc": Fraction(1, L - u), "dtc": Fraction(1, u), "uniform": Fraction(1)}[law] for u in range(1, L)]
+    total = sum(w)
+    return [x / total for x in w]
+
+
 def random_size_law(L: int, N: int, weights) -> dict:
-    """Law of the step sizes of N - 1 i.i.d. boundaries with P(c = u) = weights[u - 1], by enumerating every draw."""
+    """Law of the step sizes of N - 1 i.i.d. boundaries with P(c = u) = weights[u - 1], by enumerating every draw
+    (exact for exact weights)."""
     out = {}
     for draw in itertools.product(range(1, L), repeat=N - 1):
-        w = float(np.prod([weights[c - 1] for c in draw]))
+        w = _product(weights[c - 1] for c in draw)
         cuts = sorted(set(draw))
         sizes = tuple(np.diff([0] + cuts + [L]).tolist())
-        out[sizes] = out.get(sizes, 0.0) + w
+        out[sizes] = out.get(sizes, 0) + w
     return out
 
 

@@ -31,8 +31,8 @@ import numpy as np
 
 from mdmt.constructions.languages.hmm import HMM
 from mdmt.constructions.languages.ngram import NGram
-from mdmt.constructions.reverse.policies import (IID, Balanced, EntropySum, FixedOrder, RandomSizes, Sizes, Threshold,
-                                                  TopK, fixed_step_sizes, parse_policy)
+from mdmt.constructions.reverse.policies import (IID, EntropySum, FixedOrder, RandomSizes, Sizes, Threshold, TopK,
+                                                  fixed_step_sizes, parse_policy)
 from mdmt.constructions.validation import positive_int
 
 from . import brute_force as bf
@@ -96,16 +96,14 @@ def _exact_rule(policy, L: int):
             left -= p
         return [(bf.reference_rule("rate", rates=rates), len(pi), Fraction(1))], pi
     if isinstance(policy, RandomSizes):
-        u = range(1, L)
-        w = [{"tc": Fraction(1, L - k), "dtc": Fraction(1, k), "uniform": Fraction(1)}[policy.law] for k in u]
-        total = sum(w)
-        law = bf.random_size_law(L, policy.N, [x / total for x in w]) if L > 1 and policy.N > 1 else {(L,): 1}
+        law = (bf.random_size_law(L, policy.N, bf.boundary_weights(L, policy.law)) if L > 1 and policy.N > 1
+               else {(L,): 1})
         return [(bf.reference_rule("sizes", sizes=list(s)), len(s), Fraction(p)) for s, p in law.items()], None
     if isinstance(policy, TopK):
-        return [(bf.reference_rule("topk", score=policy.score, sizes=list(policy.sizes_for(L))), policy.N,
+        return [(bf.reference_rule("topk", score=policy.score, sizes=list(fixed_step_sizes(policy, L))), policy.N,
                  Fraction(1))], None
-    if isinstance(policy, (Balanced, Sizes)):
-        sizes = list(policy.sizes_for(L) if isinstance(policy, Balanced) else policy.sizes)
+    if isinstance(policy, Sizes):  # fixed or balanced sizes
+        sizes = list(fixed_step_sizes(policy, L))
         return [(bf.reference_rule("sizes", sizes=sizes), len(sizes), Fraction(1))], None
     if isinstance(policy, Threshold):
         steps = policy.steps or L

@@ -151,6 +151,9 @@ def atlas_rows(quick: bool = True) -> list[Row]:
     rows.append(agree("AB", f"copyV{V}L{L}N1", "chain (C4) attained: KL = (L-1) log|V|", r["kl"], exact, 1e-12))
     rows.append(agree("AB", f"copyV{V}L{L}N1", "chain (C4) attained: bound = (L-1) log|V|", r["chain_bound"], exact,
                       1e-12))
+    r = atlas(_copy(V), L, 1, "iid")["rows"][0]  # the paper's i.i.d. steps, N = 1: the same single step
+    rows.append(agree("AB", f"copyV{V}L{L}N1", "iid: chain (C4) attained: bound = (L-1) log|V|", r["chain_bound"],
+                      exact, 1e-12))
     return rows
 
 
@@ -302,12 +305,6 @@ PL_ORDERS = {("stride", 5, 3): [1, 2, 3, 1, 2], ("blocks", 5, 3): [1, 1, 2, 2, 3
              ("stride", 4, 2): [1, 2, 1, 2], ("blocks", 4, 2): [1, 1, 2, 2]}
 
 
-def _boundary_weights(L: int, law: str) -> list[float]:
-    """w(u) for u = 1..L-1 (policies.py's module docstring): tc 1/(L - u), dtc 1/u, uniform 1; normalised."""
-    w = [{"tc": 1.0 / (L - u), "dtc": 1.0 / u, "uniform": 1.0}[law] for u in range(1, L)]
-    return [x / sum(w) for x in w]
-
-
 def _enumerated(spec: str, X, q, L: int, N: int):
     """(p on V^L, E[NFE]) of a policy by enumerating trajectories, with the rule written from its definition."""
     den = bf.oracle_from_joint(X, q)
@@ -325,10 +322,10 @@ def _enumerated(spec: str, X, q, L: int, N: int):
         return bf.policy_law_by_trajectories(X, den, bf.reference_rule("entropy-sum", gamma=float(spec[12:])), L)
     if spec.startswith("random:"):
         p, nfe = np.zeros(len(X)), 0.0
-        for s, w in bf.random_size_law(L, N, _boundary_weights(L, spec[7:])).items():
+        for s, w in bf.random_size_law(L, N, bf.boundary_weights(L, spec[7:])).items():
             ps, _ = bf.policy_law_by_trajectories(X, den, bf.reference_rule("sizes", sizes=list(s)), len(s))
-            p += w * ps
-            nfe += w * len(s)
+            p += float(w) * ps
+            nfe += float(w) * len(s)
         return p, nfe
     raise ValueError(spec)
 

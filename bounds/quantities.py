@@ -4,7 +4,8 @@ An instance is a language, a length L, a reverse process (a policy SPEC of
 :mod:`mdmt.constructions.reverse.policies`: ``iid[:SCHEDULE]``, ``uniform``, ``random:LAW``,
 ``confidence``, ``margin``, ``entropy``, ``threshold:TAU``, ``entropy-sum:GAMMA``, ``stride``,
 ``blocks``), a number of steps N and a denoiser (the oracle by default).  Every quantity comes
-from mdmt's exact evaluators, the ones :mod:`mdmt.bounds.atlas` and ``mdmt verify`` check:
+from mdmt's exact evaluators, through the atlas's :func:`~mdmt.bounds.atlas.process_law` (which
+``mdmt verify`` checks):
 
 * ``KL``, ``SER``, ``NFE``: the exact output law (Eq. 3 of Feng et al. for ``iid``, the policy
   chain otherwise); ``KL_per_token`` = ``TER_gap`` = KL / L;
@@ -38,16 +39,12 @@ def instance_quantities(language, L: int, process: str = "iid", N: int | None = 
 
     ``interval``: the interval length l when ``language`` is the interval HMM (for ``l`` and ``P_distinct``).
     """
-    from mdmt.constructions.reverse.chain import chain_quantities
-    from mdmt.constructions.reverse.exact import exact_output_law
     from mdmt.constructions.reverse.information import information_quantities
     from mdmt.constructions.reverse.learning import learning_error
-    from mdmt.constructions.reverse.policy_exact import exact_policy_law, teacher_forced
-    from mdmt.constructions.reverse.schedules import expected_nfe, p_distinct
+    from mdmt.constructions.reverse.schedules import p_distinct
     from mdmt.constructions.reverse.tables import build_tables, denoiser_table
 
-    from .atlas import expected_dependencies_from_patterns
-    from .dependencies import expected_dependencies
+    from .atlas import process_law
 
     L = positive_int("L", L)
     policy = parse_policy(process, N)
@@ -67,21 +64,13 @@ def instance_quantities(language, L: int, process: str = "iid", N: int | None = 
     info = information_quantities(language, L)
     out.update(H=info["entropy"], TC=info["total_correlation"], DTC=info["dual_total_correlation"],
                sum_MI=info["sum_mutual_information"])
-    if isinstance(policy, IID):
-        law = exact_output_law(language, L, policy.pi, support_only=False, tables=tables, table=D)
-        kl, ser, nfe = law.kl_nats, law.ser, expected_nfe(policy.pi, L)
-        out["E_TC"] = chain_quantities(language, L, policy.pi, tables=tables, table=D)["expected_total_correlation"]
-        if n is not None:
-            out["E_D"] = float(expected_dependencies(n, L, policy.pi))
-        if interval is not None:
-            out["P_distinct"] = float(p_distinct(policy.pi, interval))
-    else:
-        pl = exact_policy_law(language, L, policy, support_only=False, tables=tables, table=D)
-        kl, ser, nfe = pl.result.kl_nats, pl.result.ser, pl.expected_nfe
-        tf = teacher_forced(language, L, policy, tables=tables, table=D, track_patterns=n is not None)
-        out["E_TC"] = tf["total_correlation"]
-        if n is not None:
-            out["E_D"] = expected_dependencies_from_patterns(n, L, tf["pattern_law"])
+    r = process_law(language, L, policy, tables, D, n)
+    kl, ser, nfe = r["kl"], r["ser"], r["expected_nfe"]
+    out["E_TC"] = float(r["total_correlation"])
+    if r["E_D"] is not None:
+        out["E_D"] = float(r["E_D"])
+    if isinstance(policy, IID) and interval is not None:
+        out["P_distinct"] = float(p_distinct(policy.pi, interval))
     out.update(KL=float(kl), KL_per_token=float(kl) / L, TER_gap=float(kl) / L, SER=float(ser))
     if nfe is not None:
         out["NFE"] = float(nfe)

@@ -93,6 +93,10 @@ def test_tight_instances():
     row = atlas(copy, L, 1, "uniform")["rows"][0]
     assert row["kl"] == pytest.approx((L - 1) * math.log(V), rel=1e-12)
     assert row["chain_bound"] == pytest.approx(row["kl"], rel=1e-12)
+    # ... and so for i.i.d. steps with N = 1 (every position at the one step: E[sum_j D_j] = L - 1)
+    row = atlas(copy, L, 1, "iid")["rows"][0]
+    assert row["kl"] == pytest.approx((L - 1) * math.log(V), rel=1e-12)
+    assert row["chain_bound"] == pytest.approx(row["kl"], rel=1e-12)
     # ParallelBench is exact for the oracle with a fixed partition
     for r in atlas(random_ngram(3, 2, 2.0, 0.0, seed=1), 6, 3, "stride,blocks")["rows"]:
         assert r["pb_lower"] == pytest.approx(r["kl"], rel=1e-10)
