@@ -187,13 +187,15 @@ def certify_claim(claim, language, L: int, process: str = "iid", N: int | None =
     """The verdict of ``claim`` (a :class:`~.claims.Claim`) on the instance, from :func:`exact_quantities`.
 
     Returns ``verdict`` ("certified violation", "certified", "undecided"), ``margin`` (the final
-    ball's (lower, upper) ends as floats, rounded outward), ``prec`` (bits) and ``values`` (floats).
+    ball's (lower, upper) ends as floats, rounded outward), ``prec`` (bits), ``values`` (floats) and
+    ``enclosures`` (each quantity's ball at ``prec``, its ends rounded outward).
     """
     values = exact_quantities(language, L, process, N, interval)
     strict = claim.relation in ("<", ">")
-    verdict, ball, prec = "undecided", None, 0
+    verdict, ball, prec, balls = "undecided", None, 0, {}
     for prec in (256, 1024):
-        ball = claim.margin_ball(_balls(values, prec), prec=prec)
+        balls = _balls(values, prec)
+        ball = claim.margin_ball(balls, prec=prec)
         lower, upper = ball.lower(), ball.upper()  # exact ends: compared with 0 exactly
         if (upper <= 0) if strict else (upper < 0):
             verdict = "certified violation"
@@ -201,6 +203,12 @@ def certify_claim(claim, language, L: int, process: str = "iid", N: int | None =
         if (lower > 0) if strict else (lower >= 0):
             verdict = "certified"
             break
+    return {"verdict": verdict, "margin": _enclosure(ball), "prec": prec,
+            "values": {k: float(v) for k, v in values.items()},
+            "enclosures": {k: _enclosure(b) for k, b in balls.items()}}
+
+
+def _enclosure(ball) -> tuple:
+    """A ball's ends as floats rounded outward (one float64 step each way)."""
     lo, hi = float(ball.lower()), float(ball.upper())
-    return {"verdict": verdict, "margin": (float(np.nextafter(lo, -np.inf)), float(np.nextafter(hi, np.inf))),
-            "prec": prec, "values": {k: float(v) for k, v in values.items()}}
+    return float(np.nextafter(lo, -np.inf)), float(np.nextafter(hi, np.inf))

@@ -1,71 +1,131 @@
 """Search for a counterexample to a claim over a family of languages, and certify what it finds.
 
-:func:`search` draws instances -- a random language of the family (Algorithm 1/2 of Feng et al.'s
-Appendix, :mod:`mdmt.constructions.languages.random_languages`, with a random temperature, pruning
-threshold and seed), a length, a number of steps and a process -- evaluates the claim's margin on
-each with mdmt's exact evaluators (:func:`~.quantities.instance_quantities`), and keeps the
-tightest.  If no instance violates the claim, the tightest one is refined continuously: its
-tables are re-parameterised by softmax logits (zeros kept) and the margin is minimised by
-Nelder-Mead (:func:`scipy.optimize.minimize`) within the remaining budget.  A violation is then
-re-established exactly (:func:`~.certificate.certify_claim` on the instance's tables rounded to
-dyadic rationals): ``certified violation``; ``numeric violation`` where the process cannot be
-certified (its rule compares logarithms); and ``no violation found`` where the float margin lies
-within ``NUMERIC_TOL`` of 0 (a tight instance) or the exact computation does not confirm it.
+:func:`search` runs three phases on instances (a language of the family, :mod:`.families`; a length
+L; a number of steps N; a reverse process), each instance's margin computed with mdmt's exact
+evaluators (:func:`~.quantities.instance_quantities`):
 
-Families: ``ngram:n=N,V=V`` and ``hmm:S=S,V=V``.  The search is seeded: the same arguments give
-the same instances and the same result.
+1. **explore**: Hypothesis draws instances as integer codes and is steered toward small margins by
+   :func:`hypothesis.target`.  On a violation it shrinks: the instance reported is the smallest
+   one found that still violates (:func:`~.families.instance_size`: shortest, fewest steps,
+   sparsest tables);
+2. **refine** (no violation yet): the tightest instance is moved by structural moves toward
+   sparse and deterministic rows and back (drop a row's smallest entry, make a row one-hot at its
+   largest, sharpen a row to p^2, soften it to p^(1/2), flatten it on its support), each kept
+   when it lowers the margin; then its tables, re-parameterised
+   by softmax logits (zeros kept), by Nelder-Mead (:func:`scipy.optimize.minimize`); then by
+   structural moves again.  A
+   violation found here is shrunk by the same moves and by shorter lengths and fewer steps, as
+   long as it still violates;
+3. **certify**: a violation is re-established exactly (:func:`~.certificate.certify_claim` on the
+   instance's tables rounded to dyadic rationals): ``certified violation``; ``numeric violation``
+   where the process or a quantity has no exact evaluation (a rule comparing logarithms, a
+   quantity without a rational form); ``no violation found`` where the float margin lies within
+   ``NUMERIC_TOL`` of 0 (a tight instance) or the exact computation does not confirm it.
+
+The budget is a number of margin evaluations (``200``) or a time (``30s``, ``5m``).  The search runs
+in rounds until the budget is used or a violation is found: a round explores with half of what
+is left (Hypothesis seeded with ``seed`` + the round's index) and refines with the rest or until
+the refinement converges; a violation found while exploring may use the rest to shrink.  Given
+a budget of evaluations and a seed, the search is deterministic: the same instances, the same
+result.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from mdmt.constructions.languages.random_languages import random_hmm, random_ngram
-from mdmt.constructions.validation import as_rng, positive_int
+from mdmt.constructions.resources import ResourceError
+from mdmt.constructions.validation import positive_int
 
 from .claims import Claim, ClaimError, parse_claim
+from .families import Family, instance_size, parse_family  # noqa: F401  (parse_family: public here)
+from .families import family as family_of
 
-FAMILY_KEYS = {"ngram": ("n", "V"), "hmm": ("S", "V")}
-THRESHOLDS = (0.0, 0.05, 0.2)
 CERTIFY_BITS = (16, 30)  # dyadic denominators tried for the certificate
-NUMERIC_TOL = 1e-9  # a float64 margin above -NUMERIC_TOL is a tight instance, not a violation (rounding of the sides)  # pruning thresholds drawn: dense tables, and sparse ones where extremal cases live
+NUMERIC_TOL = 1e-9  # a float64 margin above -NUMERIC_TOL is a tight instance, not a violation (rounding of the sides)
+VERDICTS = ("certified violation", "numeric violation", "no violation found")
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+MAX_EVALUATIONS = 10 ** 8  # a larger budget is a run that does not end (an evaluation takes a millisecond or more)
+MAX_SECONDS = 7 * 24 * 3600.0
 
 
-def parse_family(text: str) -> tuple[str, dict]:
-    """``ngram:n=3,V=2`` -> ("ngram", {"n": 3, "V": 2}); a ValueError names what is wrong."""
-    kind, _, rest = str(text).partition(":")
-    if kind not in FAMILY_KEYS:
-        raise ValueError(f"family {text!r}: expected ngram:n=N,V=V or hmm:S=S,V=V")
-    params = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, value = part.partition("=")
-        if not eq or key not in FAMILY_KEYS[kind] or key in params:
-            raise ValueError(f"family {text!r}: {part!r} is not one of {', '.join(k + '=...' for k in FAMILY_KEYS[kind])}")
-        try:
-            params[key] = positive_int(f"family {text!r}: {key}", int(value), minimum=1 if key != "V" else 2)
-        except ValueError:
-            raise ValueError(f"family {text!r}: {key} must be an integer (>= 2 for V), got {value!r}") from None
-    missing = [k for k in FAMILY_KEYS[kind] if k not in params]
-    if missing:
-        raise ValueError(f"family {text!r}: missing {', '.join(missing)}")
-    return kind, params
+class Budget:
+    """At most ``evaluations`` margin evaluations, or at most ``seconds`` of search (one of the two)."""
 
+    def __init__(self, evaluations: int | None = None, seconds: float | None = None):
+        if (evaluations is None) == (seconds is None):
+            raise ValueError("a budget is a number of evaluations or a number of seconds (one of the two)")
+        self.evaluations = None if evaluations is None else positive_int("budget (evaluations)", evaluations)
+        if self.evaluations is not None and self.evaluations > MAX_EVALUATIONS:
+            raise ValueError(f"budget: {self.evaluations} evaluations exceed mdmt's limit of {MAX_EVALUATIONS} (give a "
+                             "time instead, e.g. 2h)")
+        if seconds is not None and not (isinstance(seconds, (int, float)) and math.isfinite(seconds)
+                                        and 0 < seconds <= MAX_SECONDS):
+            raise ValueError(f"budget: seconds must be a positive number up to {MAX_SECONDS:.0f} (7 days), "
+                             f"got {seconds!r}")
+        self.seconds = None if seconds is None else float(seconds)
+        self.used = 0
+        self.start = time.perf_counter()
+        self.bar = None  # a tqdm bar over evaluations, or over seconds
 
-def _draw_language(kind: str, params: dict, rng: np.random.Generator):
-    temperature = float(math.exp(rng.uniform(math.log(0.3), math.log(4.0))))
-    threshold = float(rng.choice(THRESHOLDS))
-    seed = int(rng.integers(0, 2 ** 31))
-    if kind == "ngram":
-        return random_ngram(params["n"], params["V"], temperature, threshold, seed=seed)
-    return random_hmm(params["S"], params["V"], temperature, threshold, seed=seed)
+    def count(self) -> None:
+        """One evaluation used (and shown on the progress bar, if any)."""
+        self.used += 1
+        if self.bar is not None:
+            shown = 1 if self.evaluations is not None else round(min(self.seconds, self.elapsed()) - self.bar.n, 1)
+            if shown > 0:
+                self.bar.update(shown)
+
+    @classmethod
+    def parse(cls, value) -> "Budget":
+        """``200`` (evaluations), ``"200"``, ``"30s"``, ``"5m"``, ``"1h"`` or a :class:`Budget`."""
+        if isinstance(value, Budget):
+            return value
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            return cls(evaluations=int(value))
+        m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([smh]?)\s*", str(value))
+        if m is None or (not m.group(2) and "." in m.group(1)):
+            raise ValueError(f"budget {value!r}: expected a number of evaluations (200) or a time (30s, 5m, 1h)")
+        if not m.group(2):
+            return cls(evaluations=int(m.group(1)))
+        seconds = float(m.group(1)) * _UNITS[m.group(2)]
+        if not 0 < seconds <= MAX_SECONDS:
+            raise ValueError(f"budget {value!r}: the time must be positive and at most 7 days")
+        return cls(seconds=seconds)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def position(self) -> float:
+        """How much is used: evaluations, or seconds."""
+        return self.used if self.evaluations is not None else self.elapsed()
+
+    def point(self, fraction: float) -> float:
+        """The position after ``fraction`` of what is left (at least one more evaluation)."""
+        if self.evaluations is not None:
+            return self.used + max(1, math.ceil(fraction * (self.evaluations - self.used)))
+        return self.elapsed() + fraction * max(0.0, self.seconds - self.elapsed())
+
+    def reached(self, point: float) -> bool:
+        return self.position() >= point
+
+    def spent(self) -> bool:
+        """Whether the whole budget is used."""
+        return self.reached(self.evaluations if self.evaluations is not None else self.seconds)
+
+    def describe(self) -> str:
+        return f"{self.evaluations} evaluations" if self.evaluations is not None else f"{self.seconds:g} s"
 
 
 @dataclass
 class Candidate:
+    """One instance and its float64 margin."""
+
     language: object
     L: int
     N: int
@@ -75,33 +135,191 @@ class Candidate:
     def describe(self) -> dict:
         return {"L": self.L, "N": self.N, "process": self.process, "margin": self.margin}
 
+    @property
+    def violates(self) -> bool:
+        return self.margin < -NUMERIC_TOL
+
+    def size(self) -> tuple:
+        return instance_size(self.L, self.N, self.language)
+
 
 @dataclass
 class RefuteResult:
     """What :func:`search` found: ``verdict``, the tightest (or violating) ``candidate`` and its certificate."""
 
     claim: str
-    verdict: str  # "certified violation", "numeric violation", "no violation found"
+    verdict: str  # one of VERDICTS
     candidate: Candidate | None
     certificate: dict | None
     evaluations: int
     seconds: float
     history: list = field(default_factory=list)  # margin of each evaluation, in order
+    family: str = ""
+    phases: dict = field(default_factory=dict)  # evaluations per phase: explore, refine, shrink
+    settings: dict = field(default_factory=dict)  # lengths, steps, processes, budget, seed
+    interval: int | None = None
+    certify_seconds: float = 0.0  # of ``seconds``: the exact re-computation of a violation
+
+    @property
+    def evaluations_per_second(self) -> float:
+        """Margin evaluations per second of search (the certificate's time left out)."""
+        searching = self.seconds - self.certify_seconds
+        return self.evaluations / searching if searching > 0 else math.inf
+
+    def quantities(self, names=None) -> dict:
+        """The instance's quantities (all, or ``names``): the exact ones of the certificate, else the float ones."""
+        from .quantities import instance_quantities
+
+        c = self.candidate
+        if c is None:
+            return {}
+        values = (self.certificate or {}).get("values") or instance_quantities(c.language, c.L, c.process, c.N,
+                                                                               interval=self.interval)
+        return {k: v for k, v in values.items() if names is None or k in names}
+
+    def to_dict(self, reproduce: dict | None = None) -> dict:
+        """A JSON-ready report: claim, verdict, instance, the claim's quantities, margin, certificate, search."""
+        out = {"claim": self.claim, "verdict": self.verdict, "family": self.family}
+        if self.candidate is not None:
+            c = self.candidate
+            out["instance"] = {"L": c.L, "N": c.N, "process": c.process, "language": describe_language(c.language)}
+            out["quantities"] = self.quantities(parse_claim(self.claim).quantities)
+            out["margin"] = c.margin
+        out["certificate"] = self.certificate
+        finite = [m for m in self.history if math.isfinite(m)]
+        out["search"] = {**self.settings, "evaluations": self.evaluations, "seconds": self.seconds,
+                         "certify_seconds": self.certify_seconds,
+                         "evaluations_per_second": self.evaluations_per_second, "phases": self.phases,
+                         "evaluated": len(finite), "not_applicable": len(self.history) - len(finite)}
+        if reproduce:
+            out["reproduce"] = reproduce
+        return out
 
 
-def _margin(claim: Claim, lang, L: int, N: int, process: str) -> float:
+def describe_language(language) -> str:
+    """``3-gram over 2 tokens, 7 of 10 entries positive`` (how a report names an instance's language)."""
+    from mdmt.constructions.languages.ngram import NGram
+
+    from .certificate import tables_of
+
+    tables = tables_of(language)
+    positive, total = sum(int((t > 0).sum()) for t in tables), sum(int(t.size) for t in tables)
+    kind = (f"{language.n}-gram" if isinstance(language, NGram) else f"HMM with {language.n_states} states")
+    return f"{kind} over {language.n_symbols} tokens, {positive} of {total} table entries positive"
+
+
+class _Spent(BaseException):
+    """The budget is used: stops Hypothesis at once (a BaseException, which it does not shrink)."""
+
+
+class _Violated(Exception):
+    """A violation: Hypothesis shrinks the instance that raised it."""
+
+
+class _Search:
+    """The state of one search: the claim, the family, the budget, every margin, the best and smallest instances."""
+
+    def __init__(self, claim: Claim, fam: Family, budget: Budget):
+        self.claim, self.family, self.budget = claim, fam, budget
+        self.history: list = []
+        self.phases = {"explore": 0, "refine": 0, "shrink": 0}
+        self.phase = "explore"
+        self.best: Candidate | None = None  # the smallest margin
+        self.smallest: Candidate | None = None  # the smallest violating instance
+        self._seen: dict = {}
+
+    def margin(self, lang, L: int, N: int, process: str, key=None) -> float:
+        """The claim's margin on the instance (NaN where the process cannot run it); counted and remembered."""
+        if key is not None and (key, L, N, process) in self._seen:
+            return self._seen[key, L, N, process]
+        if self.budget.spent():
+            raise _Spent
+        m = _margin(self.claim, lang, L, N, process, self.family.interval)
+        self.budget.count()
+        self.phases[self.phase] += 1
+        self.history.append(m)
+        if key is not None:
+            self._seen[key, L, N, process] = m
+        if math.isfinite(m):
+            cand = Candidate(lang, L, N, process, m)
+            if self.best is None or m < self.best.margin:
+                self.best = cand
+            if cand.violates and (self.smallest is None or cand.size() < self.smallest.size()):
+                self.smallest = cand
+        return m
+
+    def explore(self, lengths, steps, processes, seed: int, stop: float) -> None:
+        """Phase 1: Hypothesis with target() on -margin, shrinking a violation (module docstring)."""
+        from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
+        from hypothesis import seed as hypothesis_seed
+        from hypothesis import strategies as st
+
+        fam = self.family
+        instances = st.tuples(st.sampled_from(sorted(set(lengths))), st.sampled_from(sorted(set(steps))),
+                              st.sampled_from(list(processes)), fam.codes())
+        limit = stop - self.budget.used if self.budget.evaluations is not None else 10 ** 6
+
+        @settings(max_examples=max(1, math.ceil(limit)), database=None, deadline=None, print_blob=False,
+                  suppress_health_check=list(HealthCheck), report_multiple_bugs=False, verbosity=Verbosity.quiet,
+                  phases=(Phase.generate, Phase.target, Phase.shrink))
+        @hypothesis_seed(seed)
+        @given(instances)
+        def probe(instance):
+            L, N, process, codes = instance
+            if self.smallest is None and self.budget.reached(stop):
+                raise _Spent
+            m = self.margin(fam.language(codes), L, N, process, key=codes)
+            if math.isfinite(m):
+                target(-m, label="-margin")
+                if m < -NUMERIC_TOL:
+                    raise _Violated
+
+        try:
+            probe()
+        except (_Spent, _Violated):
+            pass
+
+    def refine(self, cand: Candidate) -> Candidate:
+        """Phase 2: structural moves, Nelder-Mead on the softmax logits (2/3 of what is left), structural moves."""
+        self.phase = "refine"
+        lower = lambda c, best: c.margin < best.margin  # noqa: E731
+        try:
+            _structural_moves(self, cand, lower)
+            _nelder_mead(self, self.best, self.budget.point(2 / 3))
+            _structural_moves(self, self.best, lower)
+        except _Spent:
+            pass
+        return self.best
+
+    def shrink(self, cand: Candidate, lengths, steps) -> Candidate:
+        """A violating instance made smaller while it still violates: shorter, fewer steps, sparser rows."""
+        self.phase = "shrink"
+        try:
+            for L in sorted(set(lengths)):
+                for N in sorted(set(steps)):
+                    if (L, N) < (cand.L, cand.N):
+                        m = self.margin(cand.language, L, N, cand.process)
+                        if m < -NUMERIC_TOL:
+                            return self.shrink(Candidate(cand.language, L, N, cand.process, m), lengths, steps)
+            return _structural_moves(self, cand, lambda c, best: c.violates and c.size() < best.size(),
+                                     moves=("drop", "one-hot"))
+        except _Spent:
+            return self.smallest
+
+
+def _margin(claim: Claim, lang, L: int, N: int, process: str, interval: int | None = None) -> float:
     from .quantities import instance_quantities
 
     try:
-        return claim.margin(instance_quantities(lang, L, process, N))
-    except ClaimError:
+        return claim.margin(instance_quantities(lang, L, process, N, interval=interval))
+    except (ClaimError, ResourceError):
         raise
     except ValueError:  # an instance the process cannot run (N > L for fixed sizes, ...): no verdict
         return math.nan
 
 
-def _refine(claim: Claim, cand: Candidate, evaluations: int, history: list) -> Candidate:
-    """Nelder-Mead on the softmax logits of the candidate's tables (zeros kept), at most ``evaluations`` margins."""
+def _nelder_mead(state: _Search, cand: Candidate, stop: float) -> None:
+    """Nelder-Mead on the softmax logits of the candidate's tables (zeros kept), until the budget reaches ``stop``."""
     from scipy.optimize import minimize
 
     from .certificate import tables_of, with_tables
@@ -109,7 +327,7 @@ def _refine(claim: Claim, cand: Candidate, evaluations: int, history: list) -> C
     tables = tables_of(cand.language)
     masks = [np.asarray(t) > 0 for t in tables]
     x0 = np.concatenate([np.log(np.asarray(t)[m]) for t, m in zip(tables, masks)])
-    best = [cand]
+    budget = state.budget
 
     def build(x):
         out, k = [], 0
@@ -121,61 +339,153 @@ def _refine(claim: Claim, cand: Candidate, evaluations: int, history: list) -> C
             out.append(z / z.sum(axis=-1, keepdims=True))
         return with_tables(cand.language, out)
 
+    class _Done(Exception):
+        pass
+
     def objective(x):
-        lang = build(x)
-        m = _margin(claim, lang, cand.L, cand.N, cand.process)
-        history.append(m)
-        if math.isfinite(m) and m < best[0].margin:
-            best[0] = Candidate(lang, cand.L, cand.N, cand.process, m)
+        if budget.reached(stop):
+            raise _Done
+        m = state.margin(build(x), cand.L, cand.N, cand.process)
         return m if math.isfinite(m) else 1e300
 
-    if evaluations > 0:
-        minimize(objective, x0, method="Nelder-Mead", options={"maxfev": evaluations, "xatol": 1e-9, "fatol": 1e-12})
-    return best[0]
+    try:
+        minimize(objective, x0, method="Nelder-Mead", options={"maxfev": 10 ** 9, "xatol": 1e-9, "fatol": 1e-12})
+    except _Done:
+        pass
 
 
-def search(claim, family: str = "ngram:n=3,V=2", lengths=(5,), steps=(3,), processes=("iid",), budget: int = 200,
-           seed=0, refine: bool = True, certify: bool = True) -> RefuteResult:
-    """Look for an instance of ``family`` that violates ``claim`` (module docstring); ``budget``: margin evaluations."""
-    from .certificate import NotCertifiable, certify_claim, dyadic_language
+def _row_moves(table: np.ndarray, moves) -> list:
+    """Tables one structural move away: per row with two or more positive entries, drop its smallest, make it one-hot
+    at its largest, sharpen it to p^2, soften it to p^(1/2) (normalised) or flatten it (uniform on its support)."""
+    out = []
+    rows = table.reshape(-1, table.shape[-1])
+    for r, row in enumerate(rows):
+        positive = np.flatnonzero(row > 0)
+        if positive.size < 2:
+            continue
+        for move in moves:
+            new = row.copy()
+            if move == "drop":
+                new[positive[np.argmin(row[positive])]] = 0.0
+            elif move == "one-hot":
+                new = np.zeros_like(row)
+                new[int(np.argmax(row))] = 1.0
+            elif move == "sharpen":
+                new = row ** 2
+            elif move == "soften":
+                new = np.sqrt(row)
+            else:  # flatten
+                new = (row > 0).astype(np.float64)
+            changed = rows.copy()
+            changed[r] = new / new.sum()
+            out.append(changed.reshape(table.shape))
+    return out
 
+
+MOVES = ("drop", "one-hot", "sharpen", "soften", "flatten")
+
+
+def _structural_moves(state: _Search, cand: Candidate, better, moves=MOVES) -> Candidate:
+    """Greedy: apply the first move (in row order) that ``better(new, current)`` accepts, until none does."""
+    from .certificate import tables_of, with_tables
+
+    current = cand
+    improved = True
+    while improved:
+        improved = False
+        tables = tables_of(current.language)
+        for t, table in enumerate(tables):
+            for new in _row_moves(np.asarray(table, dtype=np.float64), moves):
+                try:
+                    lang = with_tables(current.language, tables[:t] + [new] + tables[t + 1:])
+                except ValueError:  # a move the language's own checks refuse
+                    continue
+                m = state.margin(lang, current.L, current.N, current.process)
+                c = Candidate(lang, current.L, current.N, current.process, m)
+                if math.isfinite(m) and better(c, current):
+                    current, improved = c, True
+                    break
+            if improved:
+                break
+    return current
+
+
+def search(claim, family: str = "ngram:n=3,V=2", lengths=(5,), steps=(3,), processes=("iid",), budget=200,
+           seed=0, refine: bool = True, certify: bool = True, progress: bool = False) -> RefuteResult:
+    """Look for an instance of ``family`` that violates ``claim`` (module docstring).
+
+    ``budget``: margin evaluations (an int) or a time (``"30s"``, ``"5m"``), or a :class:`Budget`;
+    ``progress``: a tqdm bar on standard error (evaluations, or seconds, used of the budget).
+    """
     claim = claim if isinstance(claim, Claim) else parse_claim(claim)
-    kind, params = parse_family(family)
+    fam = family if isinstance(family, Family) else family_of(family)
     lengths = [positive_int("length", L) for L in lengths]
     steps = [positive_int("number of steps", N) for N in steps]
-    processes = list(processes)
+    processes = [str(p) for p in processes]
     if not (lengths and steps and processes):
         raise ValueError("search needs at least one length, one number of steps and one process")
-    budget = positive_int("budget", budget)
-    rng = as_rng(seed)
-    t0 = time.perf_counter()
-    history: list = []
-    best: Candidate | None = None
-    draws = budget if not refine else max(1, budget // 2)  # half the budget draws, half refines the tightest
-    for _ in range(draws):
-        lang = _draw_language(kind, params, rng)
-        L, N, process = int(rng.choice(lengths)), int(rng.choice(steps)), str(rng.choice(processes))
-        m = _margin(claim, lang, L, N, process)
-        history.append(m)
-        if math.isfinite(m) and (best is None or m < best.margin):
-            best = Candidate(lang, L, N, process, m)
-    if refine and best is not None:  # toward a violation, or a larger one (robust to the rounding below)
-        best = _refine(claim, best, budget - len(history), history)
-    verdict, cert = "no violation found", None
-    if best is not None and best.margin < -NUMERIC_TOL:  # within the tolerance: tight, not violated
+    for process in processes:
+        from mdmt.constructions.reverse.policies import parse_policy
+
+        parse_policy(process, steps[0])  # a process spec mdmt does not know is named before the search
+    from mdmt.constructions.reverse.tables import check_exact_size
+
+    check_exact_size(fam.n_symbols, max(lengths))  # every evaluation is exact: refuse what cannot be, before it starts
+    budget = Budget.parse(budget)
+    seed = int(seed) if seed is not None else 0
+    if budget.seconds is not None:  # compile each process's kernels before the clock starts (not counted)
+        for process in processes:
+            _margin(claim, fam.language([0] * fam.entries), min(lengths), min(steps), process, fam.interval)
+        budget.start = time.perf_counter()
+    state = _Search(claim, fam, budget)
+    if progress:
+        from tqdm.auto import tqdm
+
+        budget.bar = tqdm(total=budget.evaluations or budget.seconds, desc="mdmt refute", leave=False, disable=None,
+                          unit="evaluation" if budget.evaluations else "s", dynamic_ncols=True)
+    try:
+        best, rounds = None, 0
+        while not budget.spent() and (best is None or not best.violates):
+            # a round: Hypothesis explores half of what is left, the refinement the rest (or until it converges);
+            # a round that evaluates nothing new (a family Hypothesis has exhausted) ends the search
+            used = budget.used
+            state.explore(lengths, steps, processes, seed + rounds, budget.point(0.5 if refine else 1.0))
+            best = state.smallest or state.best
+            if refine and best is not None and not best.violates:
+                best = state.refine(best)
+            rounds += 1
+            if budget.used == used or not refine:
+                break
+        if best is not None and best.violates:
+            best = state.shrink(best, lengths, steps) if refine else best
+    finally:
+        if budget.bar is not None:
+            budget.bar.close()
+    verdict, cert, certify_start = "no violation found", None, budget.elapsed()
+    if best is not None and best.violates:  # within the tolerance: tight, not violated
         verdict = "numeric violation"
         if certify:
-            try:
-                for bits in CERTIFY_BITS:  # finer rationals keep a small violation
-                    rounded = dyadic_language(best.language, bits)
-                    cert = certify_claim(claim, rounded, best.L, best.process, best.N)
-                    if cert["verdict"] == "certified violation":
-                        verdict = "certified violation"
-                        best = Candidate(rounded, best.L, best.N, best.process, cert["margin"][1])
-                        break
-                else:  # the exact computation does not confirm the float one: no violation is claimed
-                    verdict = "no violation found"
-                    cert = {**cert, "verdict": f"the instance rounded to 2^-{CERTIFY_BITS[-1]} is {cert['verdict']}"}
-            except (NotCertifiable, ClaimError) as exc:  # a process or quantity without an exact evaluation
-                cert = {"verdict": "not certified", "reason": str(exc)}
-    return RefuteResult(claim.text, verdict, best, cert, len(history), time.perf_counter() - t0, history)
+            verdict, best, cert = _certify(claim, best, fam.interval)
+    settings = {"lengths": lengths, "steps": steps, "processes": processes, "budget": budget.describe(),
+                "seed": seed}
+    return RefuteResult(claim.text, verdict, best, cert, budget.used, budget.elapsed(), state.history, fam.spec,
+                        dict(state.phases), settings, fam.interval, budget.elapsed() - certify_start)
+
+
+def _certify(claim: Claim, best: Candidate, interval: int | None):
+    """(verdict, candidate, certificate) of a float64 violation, re-established on dyadic rationals."""
+    from .certificate import NotCertifiable, certify_claim, dyadic_language
+
+    try:
+        cert = None
+        for bits in CERTIFY_BITS:  # finer rationals keep a small violation
+            rounded = dyadic_language(best.language, bits)
+            cert = certify_claim(claim, rounded, best.L, best.process, best.N, interval=interval)
+            if cert["verdict"] == "certified violation":
+                return ("certified violation", Candidate(rounded, best.L, best.N, best.process, cert["margin"][1]),
+                        {**cert, "bits": bits})
+        # the exact computation does not confirm the float one: no violation is claimed
+        return "no violation found", best, {**cert, "verdict": f"the instance rounded to 2^-{CERTIFY_BITS[-1]} is "
+                                                                f"{cert['verdict']}"}
+    except (NotCertifiable, ClaimError) as exc:  # a process or quantity without an exact evaluation
+        return "numeric violation", best, {"verdict": "not certified", "reason": str(exc)}

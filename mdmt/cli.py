@@ -39,6 +39,7 @@ COMMANDS = {
     "figure1": ("mdmt.commands.figure1", "Figure 1: TER/SER against sampling steps for trained and oracle MDMs and AR"),
     "speed": ("mdmt.commands.speed", "time MDM sampling against autoregressive generation with a KV cache"),
     "atlas": ("mdmt.commands.atlas", "exact KL of each reverse process beside the chain, Li-Cai, TC/DTC, ParallelBench bounds"),
+    "refute": ("mdmt.commands.refute", "search a family of languages for a certified counterexample to a claimed bound"),
     "adaptive": ("mdmt.commands.adaptive", "adaptive and position-aware unmasking: sample, exact law, SER and TER studies"),
 }
 

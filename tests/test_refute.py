@@ -70,13 +70,14 @@ def test_the_continuous_refinement_moves_toward_a_violation():
     import numpy as np
 
     from mdmt.bounds.claims import parse_claim
-    from mdmt.bounds.refute import Candidate, _margin, _refine
+    from mdmt.bounds.refute import Budget, Candidate, _margin, _nelder_mead, _Search, family_of
     from mdmt.constructions.languages import random_ngram
 
     claim = parse_claim("KL <= 1")
     lang = random_ngram(2, 2, 2.0, 0.0, seed=3)
     start = Candidate(lang, 4, 1, "uniform", _margin(claim, lang, 4, 1, "uniform"))
-    history = []
-    better = _refine(claim, start, 40, history)
-    assert len(history) <= 40 and better.margin < start.margin - 0.05
-    assert better.margin == min(history) and np.array_equal(better.language.transition_ > 0, lang.transition_ > 0)
+    state = _Search(claim, family_of("ngram:n=2,V=2"), Budget(evaluations=40))
+    _nelder_mead(state, start, state.budget.point(1.0))
+    better = state.best
+    assert len(state.history) <= 40 and better.margin < start.margin - 0.05
+    assert better.margin == min(state.history) and np.array_equal(better.language.transition_ > 0, lang.transition_ > 0)

@@ -1,0 +1,167 @@
+"""The search space of :mod:`.refute`: a family of languages, written as integer codes that Hypothesis draws and shrinks.
+
+A family is one of
+
+``ngram:n=N,V=V``
+    every n-gram of order N over V tokens (Feng et al., Section 3's n-gram languages): the initial
+    law of the first N - 1 tokens and the conditional table;
+``hmm:S=S,V=V``
+    every HMM with S hidden states over V tokens (Section 3's HMMs): start, transition and emission
+    tables;
+a language SPEC (``interval:l``, ``preset:NAME[:SEED]``, a language file)
+    perturbations of that language inside its support: each positive entry is scaled by
+    2^(k/2), k in -6..6, or dropped (the row keeps at least one entry).  The code of all zeros is
+    the language itself, so the first instance Hypothesis tries, and the one it shrinks toward,
+    is the given language.
+
+An instance of a random family is coded by one small integer per table entry: 0 is a zero, w >= 1
+the weight 2^(w - 1) (w <= :data:`WEIGHT_LEVELS`); a row of zeros is uniform.  The coding is chosen
+for the search: Hypothesis shrinks integers toward 0, so its smallest instances are sparse, and
+rows with one non-zero code are deterministic -- the tables where extremal cases live; large codes
+reach probability ratios of 2^(WEIGHT_LEVELS - 1).  The size of an instance (:func:`instance_size`)
+orders counterexamples: shorter, fewer steps, fewer positive entries, smaller codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mdmt.constructions.validation import positive_int
+
+FAMILY_KEYS = {"ngram": ("n", "V"), "hmm": ("S", "V")}
+WEIGHT_LEVELS = 12  # codes 0..12: zero, or weights 1, 2, 4, ..., 2^11
+PERTURB_LEVELS = 6  # a perturbation scales an entry by 2^(k/2), |k| <= 6, or drops it (k = -7)
+MAX_TABLE_ENTRIES = 4096  # one integer per entry is drawn and shrunk: larger tables are refused
+
+
+def parse_family(text: str) -> tuple[str, dict]:
+    """``ngram:n=3,V=2`` -> ("ngram", {"n": 3, "V": 2}); a ValueError names what is wrong."""
+    kind, _, rest = str(text).partition(":")
+    if kind not in FAMILY_KEYS:
+        raise ValueError(f"family {text!r}: expected ngram:n=N,V=V, hmm:S=S,V=V or a language "
+                         "(interval:l, preset:NAME, a file)")
+    params = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq or key not in FAMILY_KEYS[kind] or key in params:
+            raise ValueError(f"family {text!r}: {part!r} is not one of {', '.join(k + '=...' for k in FAMILY_KEYS[kind])}")
+        try:
+            params[key] = positive_int(f"family {text!r}: {key}", int(value), minimum=1 if key != "V" else 2)
+        except ValueError:
+            raise ValueError(f"family {text!r}: {key} must be an integer (>= 2 for V), got {value!r}") from None
+    missing = [k for k in FAMILY_KEYS[kind] if k not in params]
+    if missing:
+        raise ValueError(f"family {text!r}: missing {', '.join(missing)}")
+    if kind == "ngram" and params["n"] < 2:
+        raise ValueError(f"family {text!r}: n must be at least 2 (an n-gram conditions on n - 1 tokens)")
+    return kind, params
+
+
+def _normalise(weights: np.ndarray) -> np.ndarray:
+    """Rows of non-negative weights as probabilities; a row of zeros becomes uniform."""
+    w = np.asarray(weights, dtype=np.float64)
+    totals = w.sum(axis=-1, keepdims=True)
+    return np.where(totals > 0, w / np.where(totals > 0, totals, 1.0), 1.0 / w.shape[-1])
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of languages (module docstring): its table shapes and how integer codes become a language."""
+
+    spec: str
+    kind: str  # "ngram", "hmm" or "language" (perturbations of ``base``)
+    shapes: tuple  # shapes of the tables, in :func:`~.certificate.tables_of`'s order
+    base: object = None
+    interval: int | None = None  # l of the interval HMM (its quantities l and P_distinct)
+    order: int | None = None  # n of an n-gram family
+
+    @property
+    def n_symbols(self) -> int:
+        """|V|: the last table (conditionals, or emissions) has one column per token."""
+        return int(self.shapes[-1][-1])
+
+    @property
+    def entries(self) -> int:
+        return int(sum(int(np.prod(s)) for s in self.shapes))
+
+    def language(self, codes) -> object:
+        """The language of a flat sequence of integer codes (one per table entry)."""
+        from .certificate import tables_of, with_tables
+
+        codes = np.asarray(codes, dtype=np.int64)
+        if codes.shape != (self.entries,):
+            raise ValueError(f"family {self.spec}: expected {self.entries} codes, got {codes.size}")
+        tables, k = [], 0
+        base = tables_of(self.base) if self.base is not None else None
+        for t, shape in enumerate(self.shapes):
+            c = codes[k:k + int(np.prod(shape))].reshape(shape)
+            k += c.size
+            if base is None:
+                tables.append(_normalise(np.where(c > 0, np.exp2(np.maximum(c, 1) - 1.0), 0.0)))
+            else:
+                b = np.asarray(base[t], dtype=np.float64)
+                w = np.where((b > 0) & (c > -PERTURB_LEVELS - 1), b * np.exp2(c / 2.0), 0.0)
+                w = np.where(w.sum(axis=-1, keepdims=True) > 0, w, b)  # a row dropped entirely keeps the base row
+                tables.append(_normalise(w))
+        if self.base is not None:
+            return with_tables(self.base, tables)
+        from mdmt.constructions.languages.hmm import HMM
+        from mdmt.constructions.languages.ngram import NGram
+
+        return NGram(self.order, *tables) if self.kind == "ngram" else HMM(*tables)
+
+    def codes(self):
+        """The Hypothesis strategy of code sequences (shrinking toward zeros: sparse tables, or the base language)."""
+        from hypothesis import strategies as st
+
+        if self.base is None:
+            entry = st.integers(0, WEIGHT_LEVELS)
+        else:
+            entry = st.integers(-PERTURB_LEVELS - 1, PERTURB_LEVELS)
+        return st.lists(entry, min_size=self.entries, max_size=self.entries).map(tuple)
+
+
+def family(text) -> Family:
+    """The :class:`Family` a ``--family`` text names (module docstring)."""
+    text = str(text).strip()
+    if text.partition(":")[0] in FAMILY_KEYS:
+        kind, params = parse_family(text)
+        V = params["V"]
+        if kind == "ngram":
+            C = V ** (params["n"] - 1)
+            shapes = ((C,), (C, V))
+        else:
+            S = params["S"]
+            shapes = ((S,), (S, S), (S, V))
+        fam = Family(text, kind, shapes, order=params.get("n"))
+    else:
+        from mdmt.constructions.languages.spec import language_from_spec
+
+        from .certificate import NotCertifiable, tables_of
+
+        try:
+            base = language_from_spec(text)
+        except ValueError as exc:
+            raise ValueError(f"family {text!r}: {exc}") from None
+        try:
+            shapes = tuple(np.shape(t) for t in tables_of(base))
+        except NotCertifiable as exc:
+            raise ValueError(f"family {text!r}: {exc}") from None
+        interval = int(text.partition(":")[2]) if text.startswith("interval:") else None
+        fam = Family(text, "language", shapes, base=base, interval=interval)
+    if fam.entries > MAX_TABLE_ENTRIES:
+        raise ValueError(f"family {text!r}: its tables have {fam.entries} entries; the search draws one integer "
+                         f"per entry and supports at most {MAX_TABLE_ENTRIES}")
+    return fam
+
+
+def instance_size(L: int, N: int, language) -> tuple:
+    """The order in which counterexamples are compared: L, N, positive entries, then the sum of the tables' -log p."""
+    from .certificate import tables_of
+
+    tables = [np.asarray(t, dtype=np.float64) for t in tables_of(language)]
+    positive = sum(int((t > 0).sum()) for t in tables)
+    spread = sum(float(-np.log(t[t > 0]).sum()) for t in tables)
+    return (int(L), int(N), positive, round(spread, 9))

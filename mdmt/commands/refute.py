@@ -1,0 +1,163 @@
+"""``mdmt refute``: search a family of languages for a counterexample to a claim, and certify what it finds."""
+
+from ._common import add_force, add_json, add_seed, add_steps, int_list, name_list, print_json
+
+OUTPUTS = ("instance.json", "refute.json")
+INSTANCE_NAME = "refute instance"
+VIOLATIONS = ("certified violation", "numeric violation")
+
+
+def add_arguments(p):
+    p.add_argument("--claim", required=True, metavar="TEXT",
+                   help="the conjectured inequality, e.g. 'KL <= (s_max - 1) / L * sum_MI' (docs/claims.md lists the "
+                        "quantities and functions)")
+    p.add_argument("--family", default="ngram:n=3,V=2", metavar="SPEC",
+                   help="languages searched: ngram:n=N,V=V, hmm:S=S,V=V, or perturbations of one language "
+                        "(interval:l, preset:NAME[:SEED], a language file) (default ngram:n=3,V=2)")
+    p.add_argument("--lengths", default="4", metavar="L,L,...", help="sequence lengths L searched (default 4)")
+    add_steps(p, required=False, default="2", many=True)
+    p.add_argument("--processes", "--process", default="iid", metavar="SPEC,SPEC,...",
+                   help="reverse processes searched: iid[:SCHEDULE], uniform, random:LAW, confidence, margin, "
+                        "entropy, threshold:TAU, entropy-sum:GAMMA, stride, blocks (default iid)")
+    p.add_argument("--budget", default="200", metavar="COUNT|TIME",
+                   help="exact margin evaluations (200) or a time (30s, 5m, 1h) (default 200)")
+    add_seed(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
+    p.add_argument("--out", metavar="FOLDER",
+                   help="write instance.json (the counterexample or tightest instance, a language file) and "
+                        "refute.json (verdict, quantities with exact enclosures, margin, search statistics, the "
+                        "command that reproduces it) into this folder")
+    add_force(p)
+    add_json(p)
+
+
+def written_by_mdmt() -> dict:
+    """How each file of a refute folder is recognised as mdmt's (the folder rule of --out, docs/reliability.md)."""
+    from mdmt.constructions.languages.io import read_document
+    from mdmt.constructions.outputs import json_with_provenance
+
+    def instance(path) -> bool:
+        try:
+            d = read_document(path)
+        except (OSError, ValueError, RecursionError):
+            return False
+        return isinstance(d, dict) and d.get("name") == INSTANCE_NAME
+
+    return {"instance.json": instance, "refute.json": json_with_provenance}
+
+
+def run(args) -> int:
+    from mdmt.bounds.claims import parse_claim
+    from mdmt.bounds.families import family
+    from mdmt.bounds.refute import Budget
+    from mdmt.constructions.reverse.policies import parse_policy
+
+    claim = parse_claim(args.claim)  # every input is checked before the search starts
+    fam = family(args.family)
+    lengths = int_list("--lengths", args.lengths)
+    steps = int_list("--steps", args.steps)
+    processes = name_list("--processes", args.processes, "reverse process")
+    for process in processes:
+        try:
+            parse_policy(process, steps[0])
+        except ValueError as exc:
+            raise ValueError(f"--processes {process}: {exc}") from None
+    try:
+        budget = Budget.parse(args.budget)
+    except ValueError as exc:
+        raise ValueError(f"--budget {args.budget}: {str(exc).partition(': ')[2] or exc}") from None
+    if not args.out:
+        return _run(args, claim, fam, lengths, steps, processes, budget, None)
+    from mdmt.constructions.locks import output_lock
+    from mdmt.constructions.outputs import check_output_folder
+    from mdmt.provenance import record
+
+    check_output_folder(args.out, files=OUTPUTS, force=args.force, same=written_by_mdmt())
+    with output_lock(args.out):
+        return _run(args, claim, fam, lengths, steps, processes, budget, record())
+
+
+def _run(args, claim, fam, lengths, steps, processes, budget, prov) -> int:
+    from mdmt.bounds.refute import search
+
+    res = search(claim, fam, lengths, steps, processes, budget=budget, seed=args.seed, progress=not args.no_progress)
+    report = res.to_dict(reproduce=_reproduce(args, res))
+    if args.out:
+        _write(res, report, args.out, prov)
+    if args.json:
+        print_json(report)
+    else:
+        print(_text(report))
+    return 0
+
+
+def _quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(str(text))
+
+
+def _reproduce(args, res) -> dict:
+    """The commands that repeat the search, and check the instance found (from the written language file)."""
+    search = (f"mdmt refute --claim {_quote(args.claim)} --family {_quote(args.family)} --lengths {args.lengths} "
+              f"--steps {args.steps} --processes {_quote(args.processes)} --budget {_quote(args.budget)} "
+              f"--seed {args.seed}")
+    out = {"search": search}
+    if res.candidate is not None and args.out:
+        from pathlib import Path
+
+        c = res.candidate
+        out["instance"] = (f"mdmt refute --claim {_quote(args.claim)} --family {_quote(str(Path(args.out) / 'instance.json'))} "
+                           f"--lengths {c.L} --steps {c.N} --processes {_quote(c.process)} --budget 1")
+    return out
+
+
+def _write(res, report: dict, out: str, prov: dict) -> None:
+    import json
+    from pathlib import Path
+
+    from mdmt.constructions.languages import save_language
+    from mdmt.constructions.outputs import make_folder, write_text
+
+    from ._common import clean
+
+    folder = make_folder(Path(out))
+    if res.candidate is not None:
+        save_language(res.candidate.language, folder / "instance.json", name=INSTANCE_NAME,
+                      metadata={"claim": res.claim, "verdict": res.verdict, "L": res.candidate.L,
+                                "N": res.candidate.N, "process": res.candidate.process})
+    write_text(folder / "refute.json", json.dumps(clean({**report, "provenance": prov}), indent=1, allow_nan=False)
+               + "\n")
+
+
+def _text(r: dict) -> str:
+    from ._common import format_table
+
+    s = r["search"]
+    lines = [f"claim: {r['claim']}",
+             f"search: {r['family']}, L in {s['lengths']}, N in {s['steps']}, processes {', '.join(s['processes'])}; "
+             f"{s['evaluations']} exact evaluations ({', '.join(f'{k} {v}' for k, v in s['phases'].items())}) in "
+             f"{s['seconds'] - s['certify_seconds']:.3g} s, {s['evaluations_per_second']:.3g}/s"
+             + (f"; certificate {s['certify_seconds']:.3g} s" if s["certify_seconds"] > 0.0005 else ""),
+             f"verdict: {r['verdict']}"]
+    inst = r.get("instance")
+    if inst is None:
+        lines.append("no instance could be evaluated (every process refused every length and number of steps)")
+        return "\n".join(lines)
+    lines.append(f"{'counterexample' if r['verdict'] in VIOLATIONS else 'tightest instance'}: L = {inst['L']}, "
+                 f"N = {inst['N']}, process {inst['process']}, {inst['language']}")
+    cert = r.get("certificate") or {}
+    enclosures = cert.get("enclosures", {})
+    rows = [[k, v, "[{:.15g}, {:.15g}]".format(*enclosures[k]) if k in enclosures else ""]
+            for k, v in r["quantities"].items()]
+    lines.append(format_table(["quantity", "value", "exact enclosure" if enclosures else ""], rows, left=(0,)))
+    margin = f"margin (rhs - lhs, negative violates): {r['margin']:.6g}"
+    if "margin" in cert:
+        margin += " in [{:.15g}, {:.15g}] ({} bits, tables rounded to multiples of 2^-{})".format(
+            *cert["margin"], cert["prec"], cert.get("bits", "?"))
+    elif cert.get("reason"):
+        margin += f" (not certified: {cert['reason']})"
+    lines.append(margin)
+    for what, command in r["reproduce"].items():
+        lines.append(f"reproduce ({what}): {command}")
+    return "\n".join(lines)
