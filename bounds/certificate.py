@@ -209,6 +209,11 @@ def certify_claim(claim, language, L: int, process: str = "iid", N: int | None =
 
 
 def _enclosure(ball) -> tuple:
-    """A ball's ends as floats rounded outward (one float64 step each way)."""
-    lo, hi = float(ball.lower()), float(ball.upper())
-    return float(np.nextafter(lo, -np.inf)), float(np.nextafter(hi, np.inf))
+    """A ball's ends as floats, each moved one float64 step outward unless the float is the end itself."""
+    import flint
+
+    ends = []
+    for end, away in ((ball.lower(), -np.inf), (ball.upper(), np.inf)):
+        f = float(end)
+        ends.append(f if flint.arb(f) == end else float(np.nextafter(f, away)))
+    return tuple(ends)

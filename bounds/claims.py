@@ -40,6 +40,7 @@ import sympy as sp
 
 MAX_CLAIM_CHARS = 2000
 MAX_DEPTH = 60  # nesting of the expression tree
+SCALE_FLOOR = 1e-6  # sides smaller than this (in sum): their relative margin would be rounding noise (> 1e-9)
 MAX_LITERAL = 10 ** 12  # numbers written in a claim (exponents that large would only overflow)
 
 QUANTITIES = {
@@ -321,9 +322,25 @@ class Claim:
         A negative margin is a violation (for < and >, a margin of 0 is one too); NaN where a side is
         undefined (the log of a negative number, 0/0).
         """
-        self._missing(values)
-        a, b = _float(self.lhs, values), _float(self.rhs, values)
+        a, b = self.sides(values)
         return b - a if self.relation in ("<=", "<") else a - b
+
+    def sides(self, values: dict) -> tuple[float, float]:
+        """(lhs, rhs) in float64."""
+        self._missing(values)
+        return _float(self.lhs, values), _float(self.rhs, values)
+
+    def relative_margin(self, values: dict) -> float:
+        """The margin over |lhs| + |rhs|, in [-1, 1]: 0 where the two sides are equal, whatever their scale.
+
+        NaN where both sides are below :data:`SCALE_FLOOR` (an instance where the claim says nothing,
+        such as independent tokens for a bound on KL by a correlation) or a side is undefined.
+        """
+        a, b = self.sides(values)
+        scale = abs(a) + abs(b)
+        if not scale >= SCALE_FLOOR or math.isinf(scale):
+            return math.nan
+        return (b - a if self.relation in ("<=", "<") else a - b) / scale
 
     def holds(self, values: dict) -> bool | None:
         """True / False in float64, None where the margin is NaN."""

@@ -1,4 +1,4 @@
-"""The search space of :mod:`.refute`: a family of languages, written as integer codes that Hypothesis draws and shrinks.
+"""The search space of :mod:`.refute`: a family of languages, as integer codes that Hypothesis draws and shrinks.
 
 A family is one of
 
@@ -33,6 +33,8 @@ from mdmt.constructions.validation import positive_int
 FAMILY_KEYS = {"ngram": ("n", "V"), "hmm": ("S", "V")}
 WEIGHT_LEVELS = 12  # codes 0..12: zero, or weights 1, 2, 4, ..., 2^11
 PERTURB_LEVELS = 6  # a perturbation scales an entry by 2^(k/2), |k| <= 6, or drops it (k = -7)
+TEMPERATURES = (0.3, 0.5, 1.0, 2.0, 4.0)  # Algorithm 1/2 draws: low temperatures give peaked rows
+THRESHOLDS = (0.0, 0.05, 0.2)  # and pruning thresholds: dense rows, and sparse ones
 MAX_TABLE_ENTRIES = 4096  # one integer per entry is drawn and shrunk: larger tables are refused
 
 
@@ -46,7 +48,8 @@ def parse_family(text: str) -> tuple[str, dict]:
     for part in filter(None, (p.strip() for p in rest.split(","))):
         key, eq, value = part.partition("=")
         if not eq or key not in FAMILY_KEYS[kind] or key in params:
-            raise ValueError(f"family {text!r}: {part!r} is not one of {', '.join(k + '=...' for k in FAMILY_KEYS[kind])}")
+            keys = ", ".join(k + "=..." for k in FAMILY_KEYS[kind])
+            raise ValueError(f"family {text!r}: {part!r} is not one of {keys}")
         try:
             params[key] = positive_int(f"family {text!r}: {key}", int(value), minimum=1 if key != "V" else 2)
         except ValueError:
@@ -113,14 +116,38 @@ class Family:
         return NGram(self.order, *tables) if self.kind == "ngram" else HMM(*tables)
 
     def codes(self):
-        """The Hypothesis strategy of code sequences (shrinking toward zeros: sparse tables, or the base language)."""
+        """The Hypothesis strategy of code sequences: free codes (shrinking toward zeros: sparse tables, or the base
+        language), and for a random family also the codes of languages drawn by Algorithms 1/2 of Feng et al.'s
+        appendix with a drawn temperature, pruning threshold and seed (a prior that puts sparse and peaked rows
+        where random codes rarely do)."""
         from hypothesis import strategies as st
 
-        if self.base is None:
-            entry = st.integers(0, WEIGHT_LEVELS)
-        else:
+        if self.base is not None:
             entry = st.integers(-PERTURB_LEVELS - 1, PERTURB_LEVELS)
-        return st.lists(entry, min_size=self.entries, max_size=self.entries).map(tuple)
+            return st.lists(entry, min_size=self.entries, max_size=self.entries).map(tuple)
+        free = st.lists(st.integers(0, WEIGHT_LEVELS), min_size=self.entries, max_size=self.entries).map(tuple)
+        drawn = st.builds(self.drawn_codes, st.sampled_from(TEMPERATURES), st.sampled_from(THRESHOLDS),
+                          st.integers(0, 2 ** 31 - 1))
+        return st.one_of(drawn, free)
+
+    def drawn_codes(self, temperature: float, threshold: float, seed: int) -> tuple:
+        """The codes nearest a language of Algorithm 1 (n-grams) or 2 (HMMs): each positive entry p of a row as
+        1 + round(log2(p / the row's smallest positive entry)), capped at WEIGHT_LEVELS."""
+        from mdmt.constructions.languages.random_languages import random_hmm, random_ngram
+
+        from .certificate import tables_of
+
+        if self.kind == "ngram":
+            lang = random_ngram(self.order, self.n_symbols, temperature, threshold, seed=seed)
+        else:
+            lang = random_hmm(self.shapes[0][0], self.n_symbols, temperature, threshold, seed=seed)
+        codes = []
+        for t in tables_of(lang):
+            rows = np.asarray(t, dtype=np.float64).reshape(-1, np.shape(t)[-1])
+            smallest = np.where(rows > 0, rows, np.inf).min(axis=1, keepdims=True)
+            c = np.where(rows > 0, 1 + np.round(np.log2(np.where(rows > 0, rows, 1.0) / smallest)), 0)
+            codes.extend(int(v) for v in np.minimum(c, WEIGHT_LEVELS).ravel())
+        return tuple(codes)
 
 
 def family(text) -> Family:

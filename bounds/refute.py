@@ -4,14 +4,14 @@
 L; a number of steps N; a reverse process), each instance's margin computed with mdmt's exact
 evaluators (:func:`~.quantities.instance_quantities`):
 
-1. **explore**: Hypothesis draws instances as integer codes and is steered toward small margins by
-   :func:`hypothesis.target`.  On a violation it shrinks: the instance reported is the smallest
+1. **explore**: Hypothesis draws instances as integer codes and is steered toward small relative
+   margins by :func:`hypothesis.target`.  On a violation it shrinks: the instance reported is the smallest
    one found that still violates (:func:`~.families.instance_size`: shortest, fewest steps,
    sparsest tables);
 2. **refine** (no violation yet): the tightest instance is moved by structural moves toward
    sparse and deterministic rows and back (drop a row's smallest entry, make a row one-hot at its
-   largest, sharpen a row to p^2, soften it to p^(1/2), flatten it on its support), each kept
-   when it lowers the margin; then its tables, re-parameterised
+   largest, sharpen a row to p^2, soften it to p^(1/2), flatten it on its support, mix it with the
+   uniform row), each kept when it lowers the relative margin; then its tables, re-parameterised
    by softmax logits (zeros kept), by Nelder-Mead (:func:`scipy.optimize.minimize`); then by
    structural moves again.  A
    violation found here is shrunk by the same moves and by shorter lengths and fewer steps, as
@@ -21,6 +21,11 @@ evaluators (:func:`~.quantities.instance_quantities`):
    where the process or a quantity has no exact evaluation (a rule comparing logarithms, a
    quantity without a rational form); ``no violation found`` where the float margin lies within
    ``NUMERIC_TOL`` of 0 (a tight instance) or the exact computation does not confirm it.
+
+What the search lowers is the *relative* margin, margin / (|lhs| + |rhs|)
+(:meth:`~.claims.Claim.relative_margin`): scale-free, 0 where a bound is attained, and undefined on
+the instances where both sides vanish (independent tokens, for a bound on a KL by a correlation),
+which are therefore never reported as tight.  A violation is decided on the margin itself.
 
 The budget is a number of margin evaluations (``200``) or a time (``30s``, ``5m``).  The search runs
 in rounds until the budget is used or a violation is found: a round explores with half of what
@@ -32,6 +37,7 @@ result.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import time
@@ -131,9 +137,19 @@ class Candidate:
     N: int
     process: str
     margin: float
+    relative: float = math.nan  # margin / (|lhs| + |rhs|): NaN where both sides vanish
 
     def describe(self) -> dict:
-        return {"L": self.L, "N": self.N, "process": self.process, "margin": self.margin}
+        return {"L": self.L, "N": self.N, "process": self.process, "margin": self.margin,
+                "relative_margin": self.relative}
+
+    @property
+    def objective(self) -> float:
+        """What the search lowers: the relative margin (scale-free: 0 where the bound is attained, whatever the
+        size of its sides), 1 on an instance where both sides vanish (the claim says nothing there)."""
+        if math.isfinite(self.relative):
+            return self.relative
+        return 1.0 if math.isfinite(self.margin) else math.nan
 
     @property
     def violates(self) -> bool:
@@ -159,6 +175,7 @@ class RefuteResult:
     settings: dict = field(default_factory=dict)  # lengths, steps, processes, budget, seed
     interval: int | None = None
     certify_seconds: float = 0.0  # of ``seconds``: the exact re-computation of a violation
+    first_violation: dict | None = None  # {"evaluations", "seconds"} when the first float violation was found
 
     @property
     def evaluations_per_second(self) -> float:
@@ -185,12 +202,14 @@ class RefuteResult:
             out["instance"] = {"L": c.L, "N": c.N, "process": c.process, "language": describe_language(c.language)}
             out["quantities"] = self.quantities(parse_claim(self.claim).quantities)
             out["margin"] = c.margin
+            out["relative_margin"] = c.relative
         out["certificate"] = self.certificate
         finite = [m for m in self.history if math.isfinite(m)]
         out["search"] = {**self.settings, "evaluations": self.evaluations, "seconds": self.seconds,
                          "certify_seconds": self.certify_seconds,
                          "evaluations_per_second": self.evaluations_per_second, "phases": self.phases,
-                         "evaluated": len(finite), "not_applicable": len(self.history) - len(finite)}
+                         "evaluated": len(finite), "not_applicable": len(self.history) - len(finite),
+                         "first_violation": self.first_violation}
         if reproduce:
             out["reproduce"] = reproduce
         return out
@@ -224,29 +243,31 @@ class _Search:
         self.history: list = []
         self.phases = {"explore": 0, "refine": 0, "shrink": 0}
         self.phase = "explore"
-        self.best: Candidate | None = None  # the smallest margin
+        self.best: Candidate | None = None  # the smallest objective (relative margin): the tightest instance
         self.smallest: Candidate | None = None  # the smallest violating instance
+        self.first_violation: dict | None = None  # evaluations and seconds when the first violation was found
         self._seen: dict = {}
 
-    def margin(self, lang, L: int, N: int, process: str, key=None) -> float:
-        """The claim's margin on the instance (NaN where the process cannot run it); counted and remembered."""
+    def evaluate(self, lang, L: int, N: int, process: str, key=None) -> Candidate:
+        """The instance with its margins (NaN where the process cannot run it); counted and remembered by ``key``."""
         if key is not None and (key, L, N, process) in self._seen:
             return self._seen[key, L, N, process]
         if self.budget.spent():
             raise _Spent
-        m = _margin(self.claim, lang, L, N, process, self.family.interval)
+        cand = Candidate(lang, L, N, process, *_margins(self.claim, lang, L, N, process, self.family.interval))
         self.budget.count()
         self.phases[self.phase] += 1
-        self.history.append(m)
+        self.history.append(cand.margin)
         if key is not None:
-            self._seen[key, L, N, process] = m
-        if math.isfinite(m):
-            cand = Candidate(lang, L, N, process, m)
-            if self.best is None or m < self.best.margin:
+            self._seen[key, L, N, process] = cand
+        if math.isfinite(cand.margin):
+            if self.best is None or (cand.objective, cand.margin) < (self.best.objective, self.best.margin):
                 self.best = cand
             if cand.violates and (self.smallest is None or cand.size() < self.smallest.size()):
+                if self.smallest is None:
+                    self.first_violation = {"evaluations": self.budget.used, "seconds": self.budget.elapsed()}
                 self.smallest = cand
-        return m
+        return cand
 
     def explore(self, lengths, steps, processes, seed: int, stop: float) -> None:
         """Phase 1: Hypothesis with target() on -margin, shrinking a violation (module docstring)."""
@@ -260,7 +281,8 @@ class _Search:
         limit = stop - self.budget.used if self.budget.evaluations is not None else 10 ** 6
 
         @settings(max_examples=max(1, math.ceil(limit)), database=None, deadline=None, print_blob=False,
-                  suppress_health_check=list(HealthCheck), report_multiple_bugs=False, verbosity=Verbosity.quiet,
+                  derandomize=False, suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+                  verbosity=Verbosity.quiet,
                   phases=(Phase.generate, Phase.target, Phase.shrink))
         @hypothesis_seed(seed)
         @given(instances)
@@ -268,21 +290,27 @@ class _Search:
             L, N, process, codes = instance
             if self.smallest is None and self.budget.reached(stop):
                 raise _Spent
-            m = self.margin(fam.language(codes), L, N, process, key=codes)
-            if math.isfinite(m):
-                target(-m, label="-margin")
-                if m < -NUMERIC_TOL:
+            cand = self.evaluate(fam.language(codes), L, N, process, key=codes)
+            if math.isfinite(cand.objective):
+                target(-cand.objective, label="-relative margin")
+                if cand.violates:
                     raise _Violated
 
+        import warnings
+
+        from hypothesis.errors import HypothesisDeprecationWarning
+
         try:
-            probe()
+            with warnings.catch_warnings(), _without_local_constants():
+                warnings.simplefilter("ignore", HypothesisDeprecationWarning)  # a Dask worker's threads touch `random`
+                probe()
         except (_Spent, _Violated):
             pass
 
     def refine(self, cand: Candidate) -> Candidate:
         """Phase 2: structural moves, Nelder-Mead on the softmax logits (2/3 of what is left), structural moves."""
         self.phase = "refine"
-        lower = lambda c, best: c.margin < best.margin  # noqa: E731
+        lower = lambda c, best: c.objective < best.objective  # noqa: E731
         try:
             _structural_moves(self, cand, lower)
             _nelder_mead(self, self.best, self.budget.point(2 / 3))
@@ -298,24 +326,51 @@ class _Search:
             for L in sorted(set(lengths)):
                 for N in sorted(set(steps)):
                     if (L, N) < (cand.L, cand.N):
-                        m = self.margin(cand.language, L, N, cand.process)
-                        if m < -NUMERIC_TOL:
-                            return self.shrink(Candidate(cand.language, L, N, cand.process, m), lengths, steps)
+                        shorter = self.evaluate(cand.language, L, N, cand.process)
+                        if shorter.violates:
+                            return self.shrink(shorter, lengths, steps)
             return _structural_moves(self, cand, lambda c, best: c.violates and c.size() < best.size(),
                                      moves=("drop", "one-hot"))
         except _Spent:
             return self.smallest
 
 
-def _margin(claim: Claim, lang, L: int, N: int, process: str, interval: int | None = None) -> float:
+@contextlib.contextmanager
+def _without_local_constants():
+    """Hypothesis draws a few of its values from the literals of the "local" modules a process has loaded (those
+    outside site-packages: a test suite, a notebook's helpers, an editable install), so the same seed would give
+    different instances in different processes.  The search turns that source off for its own run (and clears the
+    cache built from it), so a seed means the same search everywhere; a Hypothesis without it is left alone."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover (a Hypothesis that keeps its providers elsewhere has no local constants)
+        yield
+        return
+    get, cache = getattr(providers, "_get_local_constants", None), getattr(providers, "CONSTANTS_CACHE", None)
+    if get is None or cache is None or not hasattr(providers, "Constants") or not hasattr(cache, "cache"):
+        yield
+        return
+    empty = providers.Constants()
+    cache.cache.clear()
+    providers._get_local_constants = lambda: empty
+    try:
+        yield
+    finally:
+        providers._get_local_constants = get
+        cache.cache.clear()
+
+
+def _margins(claim: Claim, lang, L: int, N: int, process: str, interval: int | None = None) -> tuple:
+    """(margin, relative margin) of the claim on the instance; NaNs where the process cannot run it."""
     from .quantities import instance_quantities
 
     try:
-        return claim.margin(instance_quantities(lang, L, process, N, interval=interval))
+        values = instance_quantities(lang, L, process, N, interval=interval)
     except (ClaimError, ResourceError):
         raise
     except ValueError:  # an instance the process cannot run (N > L for fixed sizes, ...): no verdict
-        return math.nan
+        return math.nan, math.nan
+    return claim.margin(values), claim.relative_margin(values)
 
 
 def _nelder_mead(state: _Search, cand: Candidate, stop: float) -> None:
@@ -345,8 +400,8 @@ def _nelder_mead(state: _Search, cand: Candidate, stop: float) -> None:
     def objective(x):
         if budget.reached(stop):
             raise _Done
-        m = state.margin(build(x), cand.L, cand.N, cand.process)
-        return m if math.isfinite(m) else 1e300
+        objective = state.evaluate(build(x), cand.L, cand.N, cand.process).objective
+        return objective if math.isfinite(objective) else 1e300
 
     try:
         minimize(objective, x0, method="Nelder-Mead", options={"maxfev": 10 ** 9, "xatol": 1e-9, "fatol": 1e-12})
@@ -356,14 +411,15 @@ def _nelder_mead(state: _Search, cand: Candidate, stop: float) -> None:
 
 def _row_moves(table: np.ndarray, moves) -> list:
     """Tables one structural move away: per row with two or more positive entries, drop its smallest, make it one-hot
-    at its largest, sharpen it to p^2, soften it to p^(1/2) (normalised) or flatten it (uniform on its support)."""
+    at its largest, sharpen it to p^2, soften it to p^(1/2) (normalised) or flatten it (uniform on its support); per
+    row with a zero, mix it with the uniform row (0.8 p + 0.2 / V: the way out of a sparse vertex)."""
     out = []
     rows = table.reshape(-1, table.shape[-1])
     for r, row in enumerate(rows):
         positive = np.flatnonzero(row > 0)
-        if positive.size < 2:
-            continue
         for move in moves:
+            if (move == "mix") != (positive.size < row.size) or (move != "mix" and positive.size < 2):
+                continue
             new = row.copy()
             if move == "drop":
                 new[positive[np.argmin(row[positive])]] = 0.0
@@ -374,15 +430,17 @@ def _row_moves(table: np.ndarray, moves) -> list:
                 new = row ** 2
             elif move == "soften":
                 new = np.sqrt(row)
-            else:  # flatten
+            elif move == "flatten":
                 new = (row > 0).astype(np.float64)
+            else:  # mix
+                new = 0.8 * row + 0.2 / row.size
             changed = rows.copy()
             changed[r] = new / new.sum()
             out.append(changed.reshape(table.shape))
     return out
 
 
-MOVES = ("drop", "one-hot", "sharpen", "soften", "flatten")
+MOVES = ("drop", "one-hot", "sharpen", "soften", "flatten", "mix")
 
 
 def _structural_moves(state: _Search, cand: Candidate, better, moves=MOVES) -> Candidate:
@@ -400,9 +458,8 @@ def _structural_moves(state: _Search, cand: Candidate, better, moves=MOVES) -> C
                     lang = with_tables(current.language, tables[:t] + [new] + tables[t + 1:])
                 except ValueError:  # a move the language's own checks refuse
                     continue
-                m = state.margin(lang, current.L, current.N, current.process)
-                c = Candidate(lang, current.L, current.N, current.process, m)
-                if math.isfinite(m) and better(c, current):
+                c = state.evaluate(lang, current.L, current.N, current.process)
+                if math.isfinite(c.margin) and better(c, current):
                     current, improved = c, True
                     break
             if improved:
@@ -411,11 +468,18 @@ def _structural_moves(state: _Search, cand: Candidate, better, moves=MOVES) -> C
 
 
 def search(claim, family: str = "ngram:n=3,V=2", lengths=(5,), steps=(3,), processes=("iid",), budget=200,
-           seed=0, refine: bool = True, certify: bool = True, progress: bool = False) -> RefuteResult:
+           seed=0, refine: bool = True, certify: bool = True, progress: bool = False, shards: int = 1,
+           jobs: int = 1, scheduler: str | None = None) -> RefuteResult:
     """Look for an instance of ``family`` that violates ``claim`` (module docstring).
 
     ``budget``: margin evaluations (an int) or a time (``"30s"``, ``"5m"``), or a :class:`Budget`;
     ``progress``: a tqdm bar on standard error (evaluations, or seconds, used of the budget).
+
+    ``shards`` > 1 splits the search into that many independent searches (:func:`shard_seeds`), run in
+    this process (``jobs`` = 1) or on a Dask cluster (:func:`mdmt.sweep.run_parts`: ``jobs`` local worker
+    processes, or the cluster at ``scheduler``): a budget of evaluations is divided among them, a time
+    budget is each one's.  The result depends on ``shards`` and ``seed``, not on ``jobs`` or the cluster:
+    the smallest violation over the shards (else the tightest instance) is certified here.
     """
     claim = claim if isinstance(claim, Claim) else parse_claim(claim)
     fam = family if isinstance(family, Family) else family_of(family)
@@ -433,9 +497,13 @@ def search(claim, family: str = "ngram:n=3,V=2", lengths=(5,), steps=(3,), proce
     check_exact_size(fam.n_symbols, max(lengths))  # every evaluation is exact: refuse what cannot be, before it starts
     budget = Budget.parse(budget)
     seed = int(seed) if seed is not None else 0
+    shards = positive_int("shards", shards)
+    if shards > 1:
+        return _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certify, progress, shards, jobs,
+                        scheduler)
     if budget.seconds is not None:  # compile each process's kernels before the clock starts (not counted)
         for process in processes:
-            _margin(claim, fam.language([0] * fam.entries), min(lengths), min(steps), process, fam.interval)
+            _margins(claim, fam.language([0] * fam.entries), min(lengths), min(steps), process, fam.interval)
         budget.start = time.perf_counter()
     state = _Search(claim, fam, budget)
     if progress:
@@ -469,7 +537,64 @@ def search(claim, family: str = "ngram:n=3,V=2", lengths=(5,), steps=(3,), proce
     settings = {"lengths": lengths, "steps": steps, "processes": processes, "budget": budget.describe(),
                 "seed": seed}
     return RefuteResult(claim.text, verdict, best, cert, budget.used, budget.elapsed(), state.history, fam.spec,
-                        dict(state.phases), settings, fam.interval, budget.elapsed() - certify_start)
+                        dict(state.phases), settings, fam.interval, budget.elapsed() - certify_start,
+                        state.first_violation)
+
+
+MAX_SHARDS = 10 ** 4
+
+
+def shard_seeds(seed: int, shards: int) -> list[int]:
+    """The seeds of ``shards`` independent searches (numpy's SeedSequence spawned from ``seed``; 63 bits each)."""
+    return [int(s.generate_state(1, np.uint64)[0] >> np.uint64(1)) for s in np.random.SeedSequence(seed).spawn(shards)]
+
+
+def _shard(part) -> RefuteResult:
+    """One shard of :func:`search`: a whole search without the certificate (a Dask part: a pure function)."""
+    claim, fam, lengths, steps, processes, budget, seed, refine = part
+    return search(claim, fam, lengths, steps, processes, budget=budget, seed=seed, refine=refine, certify=False)
+
+
+def _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certify, progress, shards, jobs, scheduler):
+    from mdmt.sweep import run_parts
+
+    if shards > MAX_SHARDS:
+        raise ValueError(f"shards = {shards} exceeds mdmt's limit of {MAX_SHARDS}")
+    if budget.evaluations is not None:
+        if budget.evaluations < shards:
+            raise ValueError(f"a budget of {budget.evaluations} evaluations cannot be split into {shards} shards")
+        q, r = divmod(budget.evaluations, shards)
+        budgets = [q + (k < r) for k in range(shards)]
+    else:
+        budgets = [f"{budget.seconds}s"] * shards
+    t0 = time.perf_counter()
+    parts = [(claim.text, fam, lengths, steps, processes, b, s, refine)
+             for b, s in zip(budgets, shard_seeds(seed, shards))]
+    results = [None] * shards
+    for k, res in run_parts(_shard, parts, jobs=jobs, scheduler=scheduler, progress=progress,
+                            desc="mdmt refute shards"):
+        results[k] = res
+    violating = [(r.candidate.size(), k) for k, r in enumerate(results)
+                 if r.candidate is not None and r.candidate.violates]
+    tight = [((r.candidate.objective, r.candidate.margin), k) for k, r in enumerate(results)
+             if r.candidate is not None and math.isfinite(r.candidate.margin)]
+    chosen = min(violating)[1] if violating else (min(tight)[1] if tight else None)
+    best = results[chosen].candidate if chosen is not None else None
+    verdict, cert = "no violation found", None
+    t_cert = time.perf_counter()
+    if best is not None and best.violates:
+        verdict = "numeric violation"
+        if certify:
+            verdict, best, cert = _certify(claim, best, fam.interval)
+    firsts = [{**r.first_violation, "shard": k} for k, r in enumerate(results) if r.first_violation]
+    phases = {p: sum(r.phases.get(p, 0) for r in results) for p in ("explore", "refine", "shrink")}
+    settings = {"lengths": lengths, "steps": steps, "processes": processes, "budget": budget.describe(),
+                "seed": seed, "shards": shards}
+    seconds = time.perf_counter() - t0
+    return RefuteResult(claim.text, verdict, best, cert, sum(r.evaluations for r in results), seconds,
+                        [m for r in results for m in r.history], fam.spec, phases, settings, fam.interval,
+                        time.perf_counter() - t_cert,
+                        min(firsts, key=lambda f: (f["evaluations"], f["shard"])) if firsts else None)
 
 
 def _certify(claim: Claim, best: Candidate, interval: int | None):
@@ -482,8 +607,9 @@ def _certify(claim: Claim, best: Candidate, interval: int | None):
             rounded = dyadic_language(best.language, bits)
             cert = certify_claim(claim, rounded, best.L, best.process, best.N, interval=interval)
             if cert["verdict"] == "certified violation":
-                return ("certified violation", Candidate(rounded, best.L, best.N, best.process, cert["margin"][1]),
-                        {**cert, "bits": bits})
+                relative = claim.relative_margin(cert["values"])
+                return ("certified violation", Candidate(rounded, best.L, best.N, best.process, cert["margin"][1],
+                                                         relative), {**cert, "bits": bits})
         # the exact computation does not confirm the float one: no violation is claimed
         return "no violation found", best, {**cert, "verdict": f"the instance rounded to 2^-{CERTIFY_BITS[-1]} is "
                                                                 f"{cert['verdict']}"}

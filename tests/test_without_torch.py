@@ -49,6 +49,8 @@ THEORY = [
      "--num", "16"],
     ["figure1", "--kinds", "oracle", "--lengths", "8", "--length", "8", "--steps", "2,8", "--num", "16",
      "--no-progress", "--out", "fig1-oracle"],
+    ["refute", "--claim", "E_TC <= KL", "--family", "ngram:n=2,V=2", "--lengths", "2,3", "--budget", "20",
+     "--no-progress", "--out", "refute-pb"],
 ]
 
 #: Every command that needs a network, with the path it would write (which must not appear).

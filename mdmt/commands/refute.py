@@ -1,6 +1,6 @@
 """``mdmt refute``: search a family of languages for a counterexample to a claim, and certify what it finds."""
 
-from ._common import add_force, add_json, add_seed, add_steps, int_list, name_list, print_json
+from ._common import add_force, add_json, add_seed, add_steps, at_least, int_list, integer, name_list, print_json
 
 OUTPUTS = ("instance.json", "refute.json")
 INSTANCE_NAME = "refute instance"
@@ -22,6 +22,16 @@ def add_arguments(p):
     p.add_argument("--budget", default="200", metavar="COUNT|TIME",
                    help="exact margin evaluations (200) or a time (30s, 5m, 1h) (default 200)")
     add_seed(p)
+    p.add_argument("--shards", type=integer, default=1,
+                   help="split the search into this many independent searches (their seeds spawned from --seed; "
+                        "a budget of evaluations is divided among them, a time budget is each one's); the result "
+                        "depends on --shards and --seed only (default 1)")
+    p.add_argument("--jobs", type=integer, default=1,
+                   help="run the shards in this many worker processes of an embedded Dask cluster, one thread "
+                        "each (default 1: in this process)")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="run the shards on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:PORT; "
+                        "default: the MDMT_SCHEDULER environment variable, else --jobs)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
     p.add_argument("--out", metavar="FOLDER",
                    help="write instance.json (the counterexample or tightest instance, a language file) and "
@@ -62,6 +72,21 @@ def run(args) -> int:
             parse_policy(process, steps[0])
         except ValueError as exc:
             raise ValueError(f"--processes {process}: {exc}") from None
+    at_least("--shards", args.shards)
+    at_least("--jobs", args.jobs)
+    from mdmt.bounds.refute import MAX_SHARDS
+    from mdmt.sweep import MAX_JOBS, scheduler_address
+
+    if args.shards > MAX_SHARDS:
+        raise ValueError(f"--shards {args.shards} exceeds mdmt's limit of {MAX_SHARDS}")
+    if args.jobs > MAX_JOBS:
+        raise ValueError(f"--jobs {args.jobs} exceeds mdmt's limit of {MAX_JOBS} worker processes")
+    try:
+        scheduler_address(args.scheduler)
+    except ValueError as exc:
+        raise ValueError(f"--scheduler {exc.args[0].partition(' ')[2]}") from None
+    if (args.jobs > 1 or args.scheduler) and args.shards == 1:
+        raise ValueError("--jobs and --scheduler run shards: give --shards K (K > 1) too")
     try:
         budget = Budget.parse(args.budget)
     except ValueError as exc:
@@ -80,7 +105,8 @@ def run(args) -> int:
 def _run(args, claim, fam, lengths, steps, processes, budget, prov) -> int:
     from mdmt.bounds.refute import search
 
-    res = search(claim, fam, lengths, steps, processes, budget=budget, seed=args.seed, progress=not args.no_progress)
+    res = search(claim, fam, lengths, steps, processes, budget=budget, seed=args.seed, progress=not args.no_progress,
+                 shards=args.shards, jobs=args.jobs, scheduler=args.scheduler)
     report = res.to_dict(reproduce=_reproduce(args, res))
     if args.out:
         _write(res, report, args.out, prov)
@@ -101,14 +127,15 @@ def _reproduce(args, res) -> dict:
     """The commands that repeat the search, and check the instance found (from the written language file)."""
     search = (f"mdmt refute --claim {_quote(args.claim)} --family {_quote(args.family)} --lengths {args.lengths} "
               f"--steps {args.steps} --processes {_quote(args.processes)} --budget {_quote(args.budget)} "
-              f"--seed {args.seed}")
+              f"--seed {args.seed}" + (f" --shards {args.shards}" if args.shards > 1 else ""))
     out = {"search": search}
     if res.candidate is not None and args.out:
         from pathlib import Path
 
         c = res.candidate
-        out["instance"] = (f"mdmt refute --claim {_quote(args.claim)} --family {_quote(str(Path(args.out) / 'instance.json'))} "
-                           f"--lengths {c.L} --steps {c.N} --processes {_quote(c.process)} --budget 1")
+        instance = _quote(str(Path(args.out) / "instance.json"))
+        out["instance"] = (f"mdmt refute --claim {_quote(args.claim)} --family {instance} --lengths {c.L} "
+                           f"--steps {c.N} --processes {_quote(c.process)} --budget 1")
     return out
 
 
@@ -131,6 +158,8 @@ def _write(res, report: dict, out: str, prov: dict) -> None:
 
 
 def _text(r: dict) -> str:
+    import math
+
     from ._common import format_table
 
     s = r["search"]
@@ -151,7 +180,10 @@ def _text(r: dict) -> str:
     rows = [[k, v, "[{:.15g}, {:.15g}]".format(*enclosures[k]) if k in enclosures else ""]
             for k, v in r["quantities"].items()]
     lines.append(format_table(["quantity", "value", "exact enclosure" if enclosures else ""], rows, left=(0,)))
-    margin = f"margin (rhs - lhs, negative violates): {r['margin']:.6g}"
+    relative = r["relative_margin"]
+    margin = (f"margin (rhs - lhs, negative violates): {r['margin']:.6g} ("
+              + (f"relative to |lhs| + |rhs|: {relative:.3g})" if relative is not None and math.isfinite(relative)
+                 else "both sides vanish here: no relative margin)"))
     if "margin" in cert:
         margin += " in [{:.15g}, {:.15g}] ({} bits, tables rounded to multiples of 2^-{})".format(
             *cert["margin"], cert["prec"], cert.get("bits", "?"))
