@@ -179,6 +179,76 @@ def policy_law_by_trajectories(X: np.ndarray, denoise, rule, max_steps: int):
     return np.array(mass, dtype=np.float64), float(nfe)
 
 
+def teacher_forced_by_trajectories(X: np.ndarray, q, denoise, rule, max_steps: int, n: int | None = None) -> dict:
+    """E sum_j TC(X_{S_j} | x_{U_j}) and, for an n-gram of order ``n``, E sum_j D_j, along x ~ q with the rule's
+    own choices (teacher forcing: the revealed tokens are drawn from q's joint conditional, not the product of
+    its marginals), by enumerating every reachable (U_j, x_{U_j}) and every subset S_j the rule takes there.
+
+    With rational q and an exact denoiser (:func:`exact_oracle`) everything is exact: ``E_TC`` a
+    :class:`~.intervals.LogSum` (a rational combination of logarithms of rationals), ``E_D`` a Fraction.
+    These are the float chain's ``total_correlation`` and the pattern law's dependencies of
+    :func:`mdmt.constructions.reverse.policy_exact.teacher_forced`, by another road.
+    """
+    from .dependencies import dependencies_for_assignment
+    from .intervals import LogSum
+
+    L = X.shape[1]
+    q = [Fraction(v) for v in q]
+    rows = [r for r in range(len(X)) if q[r] > 0]
+    total_tc, total_d = LogSum(), Fraction(0)
+
+    def entropy_of(groups: dict, mass: Fraction) -> LogSum:
+        h = LogSum()
+        for m in groups.values():
+            h = h - LogSum.log(m / mass) * (m / mass)
+        return h
+
+    frontier = {tuple([-1] * L): (Fraction(1), rows)}  # state -> (probability of reaching it, rows of q it allows)
+    for j in range(max_steps):
+        nxt = {}
+        for partial, (w, allowed) in frontier.items():
+            masked = [i for i in range(L) if partial[i] < 0]
+            if not masked:
+                prev = nxt.get(partial, (Fraction(0), allowed))
+                nxt[partial] = (prev[0] + w, allowed)
+                continue
+            mass = sum((q[r] for r in allowed), Fraction(0))
+            P = denoise(np.array(partial))
+            for S, ws in rule(j, masked, P):
+                ws = Fraction(ws)
+                if ws == 0:
+                    continue
+                if not S:
+                    prev = nxt.get(partial, (Fraction(0), allowed))
+                    nxt[partial] = (prev[0] + w * ws, allowed)
+                    continue
+                joint: dict = {}
+                for r in allowed:
+                    key = tuple(int(X[r, i]) for i in S)
+                    joint[key] = joint.get(key, Fraction(0)) + q[r]
+                tc = -entropy_of(joint, mass)
+                for k, i in enumerate(S):
+                    marginal: dict = {}
+                    for key, m in joint.items():
+                        marginal[key[k]] = marginal.get(key[k], Fraction(0)) + m
+                    tc = tc + entropy_of(marginal, mass)
+                total_tc = total_tc + tc * (w * ws)
+                if n is not None:
+                    tau = np.array([1 if partial[i] >= 0 else (2 if i in S else 3) for i in range(L)])
+                    total_d += w * ws * int(dependencies_for_assignment(n, tau)[1])
+                for key, m in joint.items():
+                    y = list(partial)
+                    for i, v in zip(S, key):
+                        y[i] = v
+                    child = [r for r in allowed if all(int(X[r, i]) == v for i, v in zip(S, key))]
+                    prev = nxt.get(tuple(y), (Fraction(0), child))
+                    nxt[tuple(y)] = (prev[0] + w * ws * m / mass, child)
+        frontier = nxt
+    if any(min(partial) < 0 for partial in frontier):
+        raise ValueError(f"the rule left positions masked after {max_steps} steps")
+    return {"E_TC": total_tc, "E_D": total_d if n is not None else None}
+
+
 def _product(values):
     out = 1
     for v in values:

@@ -11,7 +11,9 @@ A violation found in float64 is only a lead.  :func:`certify_claim` re-establish
    p of the reverse process by enumerating every trajectory (:mod:`.brute_force`) with the exact
    oracle, hence KL = sum q log(q/p) as a LogSum, SER and E[NFE] as rationals, E[sum_j D_j]
    (Lemma B.9) and P_distinct (Theorem 4.4) in rationals for i.i.d. reveal steps, and for those
-   (L <= 6) E sum_j TC(X_{S_j} | x_{U_j}) over every ordered partition of the positions;
+   (L <= 6) E sum_j TC(X_{S_j} | x_{U_j}) over every ordered partition of the positions; for every
+   other process, E sum_j TC and E[sum_j D_j] along x ~ q with the process's own choices, by
+   enumerating every reachable revealed state (:func:`.brute_force.teacher_forced_by_trajectories`);
 3. the claim's margin is evaluated in arb ball arithmetic from those values
    (:meth:`~.claims.Claim.margin_ball`), at 256 bits and, where the ball still holds 0, at 1024:
    ``certified violation`` when the ball lies below 0 (at or below, for a strict relation),
@@ -169,6 +171,11 @@ def exact_quantities(language, L: int, process: str = "iid", N: int | None = Non
         out["E_TC"] = (partition_probabilities(parts, pi, ref.B) * chain.tc).sum()
     if pi is not None and n is not None:
         out["E_D"] = sum(expected_dependencies_exact(n, L, pi), Fraction(0))
+    if pi is None:  # the process's own choices: E sum_j TC and E sum_j D_j along x ~ q, by teacher forcing
+        tf = [bf.teacher_forced_by_trajectories(X, q, den, rule, steps, n) for rule, steps, _ in rules]
+        out["E_TC"] = sum((t["E_TC"] * weight for t, (_, _, weight) in zip(tf, rules)), LogSum())
+        if n is not None:
+            out["E_D"] = sum((t["E_D"] * weight for t, (_, _, weight) in zip(tf, rules)), Fraction(0))
     if pi is not None and interval is not None:
         out["P_distinct"] = p_distinct_exact(pi, interval)
     sizes = fixed_step_sizes(policy, L)

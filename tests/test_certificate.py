@@ -1,6 +1,7 @@
 """Certified verdicts: dyadic tables, exact quantities equal to the float ones, and verdicts that can be trusted."""
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -79,3 +80,33 @@ def test_what_is_not_certified_says_why():
             exact_quantities(lang, 5, process, 3)
     with pytest.raises(NotCertifiable, match="at most 4096 sequences"):
         exact_quantities(lang, 13, "uniform", 3)
+
+
+@pytest.mark.parametrize("process", ["confidence", "margin", "stride", "blocks", "uniform", "random:tc",
+                                     "threshold:0.6"])
+def test_the_process_expectations_are_exact_for_every_process(process):
+    """E sum_j TC and E[sum_j D_j] of a process's own choices, by enumerating every reachable revealed state with
+    exact rationals, equal the float teacher-forced chain (another code path) on a binary 3-gram, L = 5."""
+    lang = dyadic_language(random_ngram(3, 2, 1.0, 0.0, seed=7), bits=16)
+    exact, floats = exact_quantities(lang, 5, process, 3), instance_quantities(lang, 5, process, 3)
+    assert float(exact["E_TC"]) == pytest.approx(floats["E_TC"], rel=1e-12, abs=1e-15)
+    assert isinstance(exact["E_D"], Fraction) and float(exact["E_D"]) == pytest.approx(floats["E_D"], rel=1e-12)
+
+
+def test_the_two_exact_roads_to_the_iid_expectations_agree():
+    """For i.i.d. steps, the sum over every ordered partition and the teacher-forced enumeration with the rate rule
+    give the same E sum_j TC (to 256-bit balls) and the same E[sum_j D_j] (as rationals)."""
+    from mdmt.bounds import brute_force as bf
+    from mdmt.bounds.certificate import _exact_rule
+    from mdmt.bounds.references import Reference
+    from mdmt.constructions.reverse.policies import parse_policy
+
+    lang, L = dyadic_language(random_ngram(3, 2, 1.0, 0.0, seed=7), bits=16), 5
+    q = [Fraction(v) for v in Reference(lang, L, exact=True).q_frac]
+    X = bf.all_sequences(2, L)
+    (rule, steps, _), = _exact_rule(parse_policy("iid", 3), L)[0]
+    road = bf.teacher_forced_by_trajectories(X, q, bf.exact_oracle(X, q), rule, steps, 3)
+    partitions = exact_quantities(lang, L, "iid", 3)
+    gap = (road["E_TC"] - partitions["E_TC"]).arb(256)
+    assert gap.contains(0) and float(gap.rad()) < 1e-60
+    assert road["E_D"] == partitions["E_D"]
