@@ -40,7 +40,7 @@ import sympy as sp
 
 MAX_CLAIM_CHARS = 2000
 MAX_DEPTH = 60  # nesting of the expression tree
-SCALE_FLOOR = 1e-6  # sides smaller than this (in sum): their relative margin would be rounding noise (> 1e-9)
+SCALE_FLOOR = 1e-4  # sides smaller than this (in sum) vanish: a relative margin there is rounding noise or a limit
 MAX_LITERAL = 10 ** 12  # numbers written in a claim (exponents that large would only overflow)
 
 QUANTITIES = {

@@ -140,3 +140,15 @@ def test_the_float_margin_lies_in_the_ball_margin(lhs, rhs, values, rel):
     assert math.isfinite(m)
     assert abs(m - float(ball.mid())) <= 1e-9 * (1 + abs(m)), (c.text, m, ball)
     assert float(ball.rad()) < 1e-30 * (1 + abs(m))
+
+
+def test_the_relative_margin_is_scale_free_and_undefined_where_both_sides_vanish():
+    """By hand: KL = 1, TC = 3 gives (3 - 1) / (1 + 3) = 1/2 for 'KL <= TC', and -1/2 for 'KL >= TC'; scaling both
+    sides changes nothing; sides summing below SCALE_FLOOR give NaN."""
+    from mdmt.bounds.claims import SCALE_FLOOR
+
+    le, ge = parse_claim("KL <= TC"), parse_claim("KL >= TC")
+    assert le.relative_margin({"KL": 1.0, "TC": 3.0}) == 0.5 and ge.relative_margin({"KL": 1.0, "TC": 3.0}) == -0.5
+    assert le.relative_margin({"KL": 1e-3, "TC": 3e-3}) == pytest.approx(0.5, rel=1e-12)
+    assert math.isnan(le.relative_margin({"KL": SCALE_FLOOR / 4, "TC": SCALE_FLOOR / 2}))
+    assert le.relative_margin({"KL": 2.0, "TC": 2.0}) == 0.0 and le.relative_margin({"KL": -1.0, "TC": 1.0}) == 1.0
