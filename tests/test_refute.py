@@ -6,7 +6,7 @@ import math
 import pytest
 
 from mdmt.bounds.claims import ClaimError
-from mdmt.bounds.refute import NUMERIC_TOL, parse_family, search
+from mdmt.bounds.refute import NUMERIC_TOL, family_of, parse_family, search
 
 LI_CAI = "KL <= (2 ** ceil(log2(s_max)) - 1) / L * sum_MI"
 CHAIN = "KL <= L * eps + log(V) * E_D"  # Lemma B.9 in total form: a theorem
@@ -96,3 +96,73 @@ def test_the_seed_means_the_same_search_in_any_process():
     fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     here = search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=60, seed=11, certify=False).history
     assert json.loads(fresh.stdout) == here
+
+
+def _copying_chain(p_first=0.5):
+    import numpy as np
+
+    from mdmt.constructions.languages import NGram
+
+    return NGram(2, np.array([p_first, 1 - p_first]), np.array([[1.0, 0.0], [0.0, 1.0]]))
+
+
+def test_the_search_keeps_the_smallest_violation_and_shrinks_it_further():
+    """The halved chain bound fails on a copying chain at every L (KL = (L - 1) log 2 > (L - 1) log 2 / 2). Of the
+    violations evaluated, the state keeps the smallest (L, N, positive entries); the shrink phase then takes the
+    smallest length and number of steps searched that still violate."""
+    from mdmt.bounds.claims import parse_claim
+    from mdmt.bounds.refute import Budget, _Search, family_of
+
+    claim = parse_claim("KL <= L * eps + log(V) * E_D / 2")
+    state = _Search(claim, family_of("ngram:n=2,V=2"), Budget(evaluations=50))
+    for L in (4, 3, 5):
+        state.evaluate(_copying_chain(), L, 1, "iid")
+    assert state.smallest.L == 3 and state.smallest.violates
+    shrunk = state.shrink(state.evaluate(_copying_chain(), 5, 2, "iid"), (2, 3, 4, 5), (1, 2))
+    assert (shrunk.L, shrunk.N) == (2, 1) and shrunk.violates and state.phases["shrink"] >= 1
+
+
+@pytest.mark.parametrize("codes, initial, rows", [
+    ((0, 0, 0, 0, 0, 0), [0.5, 0.5], [[0.5, 0.5], [0.5, 0.5]]),  # zeros: uniform rows
+    ((1, 3, 0, 2, 12, 12), [0.2, 0.8], [[0.0, 1.0], [0.5, 0.5]]),  # weights 2^(w-1): 1 and 4; 0 and 2; equal
+    ((0, 5, 2, 0, 1, 11), [0.0, 1.0], [[1.0, 0.0], [1 / 1025, 1024 / 1025]]),
+])
+def test_codes_become_the_tables_worked_by_hand(codes, initial, rows):
+    import numpy as np
+
+    lang = family_of("ngram:n=2,V=2").language(codes)
+    assert np.allclose(lang.initial_, initial, rtol=0, atol=1e-15)
+    assert np.allclose(lang.transition_, rows, rtol=0, atol=1e-15)
+
+
+def test_perturbation_codes_scale_drop_and_keep_the_base_by_hand():
+    """A language family: code 0 keeps an entry, k scales it by 2^(k/2), -7 drops it; a row dropped entirely keeps
+    the base row; entries outside the base support stay 0."""
+    import numpy as np
+
+    fam = family_of("interval:2")
+    base = fam.base
+    zero = fam.language([0] * fam.entries)
+    assert all(np.array_equal(a, b) for a, b in zip((zero.startprob_, zero.transmat_, zero.emissionprob_),
+                                                    (base.startprob_, base.transmat_, base.emissionprob_)))
+    start = np.asarray(base.startprob_)
+    support = np.flatnonzero(start > 0)
+    codes = [0] * fam.entries
+    codes[support[0]] = 2  # doubled, before normalisation
+    lang = fam.language(codes)
+    expected = start.copy()
+    expected[support[0]] *= 2
+    assert np.allclose(lang.startprob_, expected / expected.sum(), rtol=0, atol=1e-15)
+    codes[support[0]] = -6  # the smallest scale, 2^-3, still kept
+    expected = start.copy()
+    expected[support[0]] /= 8
+    assert np.allclose(fam.language(codes).startprob_, expected / expected.sum(), rtol=0, atol=1e-15)
+    codes[support[0]] = -7  # dropped
+    expected = start.copy()
+    expected[support[0]] = 0
+    lang = fam.language(codes)
+    assert np.allclose(lang.startprob_, expected / expected.sum(), rtol=0, atol=1e-15)
+    codes = [0] * fam.entries
+    for i in support:
+        codes[i] = -7  # the whole row: the base row is kept
+    assert np.array_equal(fam.language(codes).startprob_, start)
