@@ -5,17 +5,16 @@ L; a number of steps N; a reverse process), each instance's margin computed with
 evaluators (:func:`~.quantities.instance_quantities`):
 
 1. **explore**: Hypothesis draws instances as integer codes and is steered toward small relative
-   margins by :func:`hypothesis.target`.  On a violation it shrinks: the instance reported is the smallest
-   one found that still violates (:func:`~.families.instance_size`: shortest, fewest steps,
-   sparsest tables);
+   margins by :func:`hypothesis.target`.  On a violation it shrinks: the instance reported is the
+   smallest one found that still violates (:func:`~.families.instance_size`: shortest, fewest
+   steps, sparsest tables);
 2. **refine** (no violation yet): the tightest instance is moved by structural moves toward
    sparse and deterministic rows and back (drop a row's smallest entry, make a row one-hot at its
    largest, sharpen a row to p^2, soften it to p^(1/2), flatten it on its support, mix it with the
    uniform row), each kept when it lowers the relative margin; then its tables, re-parameterised
    by softmax logits (zeros kept), by Nelder-Mead (:func:`scipy.optimize.minimize`); then by
-   structural moves again.  A
-   violation found here is shrunk by the same moves and by shorter lengths and fewer steps, as
-   long as it still violates;
+   structural moves again.  A violation found here is shrunk by the same moves and by shorter
+   lengths and fewer steps, as long as it still violates;
 3. **certify**: a violation is re-established exactly (:func:`~.certificate.certify_claim` on the
    instance's tables rounded to dyadic rationals): ``certified violation``; ``numeric violation``
    where the process or a quantity has no exact evaluation (a rule comparing logarithms, a
@@ -270,11 +269,12 @@ class _Search:
         return cand
 
     def explore(self, lengths, steps, processes, seed: int, stop: float) -> None:
-        """Phase 1: Hypothesis with target() on -margin, shrinking a violation (module docstring)."""
+        """Phase 1: Hypothesis with target() on minus the relative margin, shrinking a violation (module docstring)."""
         from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
         from hypothesis import seed as hypothesis_seed
         from hypothesis import strategies as st
 
+        self.phase = "explore"
         fam = self.family
         instances = st.tuples(st.sampled_from(sorted(set(lengths))), st.sampled_from(sorted(set(steps))),
                               st.sampled_from(list(processes)), fam.codes())
@@ -282,8 +282,7 @@ class _Search:
 
         @settings(max_examples=max(1, math.ceil(limit)), database=None, deadline=None, print_blob=False,
                   derandomize=False, suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
-                  verbosity=Verbosity.quiet,
-                  phases=(Phase.generate, Phase.target, Phase.shrink))
+                  verbosity=Verbosity.quiet, phases=(Phase.generate, Phase.target, Phase.shrink))
         @hypothesis_seed(seed)
         @given(instances)
         def probe(instance):
