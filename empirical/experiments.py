@@ -41,7 +41,6 @@ machines (the oracle curves on a CPU, the trained models on a GPU) merge by copy
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -245,9 +244,12 @@ class Figure1:
     """A Figure 1 run in folder ``out`` (see the module docstring); :meth:`run` does all that is missing."""
 
     def __init__(self, cfg: Figure1Config, out: str | os.PathLike, *, device=None, progress: bool = True,
-                 log=print, provenance: dict | None = None, jobs: int = 1):
+                 log=print, provenance: dict | None = None, jobs: int = 1, scheduler: str | None = None):
+        from mdmt.sweep import scheduler_address
+
         self.cfg, self.out, self.progress, self.log = cfg, Path(out), progress, log
         self.jobs = positive_int("jobs", jobs)
+        self.scheduler = scheduler_address(scheduler)
         if needs_networks(cfg.kinds):  # the networks: torch (the empirical extra) and a device
             from .device import torch_device
 
@@ -435,28 +437,25 @@ class Figure1:
         return sorted(parts, key=lambda p: -(p[4][0] if p[4] else 2 * max(cfg.lengths)))
 
     def _run_in_parallel(self, langs) -> None:
-        """Compute every missing part in ``jobs`` worker processes (one torch thread each); the numbers are
-        those of a run in one process (same seeds; the networks' training up to float32 rounding)."""
+        """Compute every missing part on ``jobs`` worker processes of an embedded Dask cluster, or on the cluster
+        at ``scheduler`` (:mod:`mdmt.sweep`), longest expected first; the numbers are those of a run in one
+        process (same seeds; the networks' training up to float32 rounding).  Each part writes its points and
+        checkpoints into ``out`` as it goes (atomically), so a part rerun after a lost worker, or a rerun of the
+        command, resumes from them; on a cluster, ``out`` must be a folder every worker sees."""
         parts = self._parts(langs)
-        if self.jobs < 2 or len(parts) < 2:
+        if (self.jobs < 2 and self.scheduler is None) or len(parts) < 2:
             return
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from mdmt.sweep import run_parts
 
         t0 = time.perf_counter()
-        self.log(f"{len(parts)} parts in {self.jobs} processes")
-        with ProcessPoolExecutor(self.jobs, mp_context=mp.get_context("spawn")) as pool:
-            futures = {pool.submit(_part_job, self.cfg.to_dict(), str(self.out), str(self.device), *part): part
-                       for part in parts}
-            try:
-                for done, f in enumerate(as_completed(futures), 1):
-                    f.result()
-                    i, name, _, kinds, lengths = futures[f]
-                    what = "networks" if not lengths else f"oracle at L = {lengths[0]}"
-                    self.log(f"  [{done}/{len(parts)}] {name}: {what} done ({time.perf_counter() - t0:.0f} s)")
-            except BaseException:  # an error, Ctrl-C, SIGTERM: stop the other parts now rather than after they end
-                _stop_workers(pool)
-                raise
+        where = f"the Dask cluster at {self.scheduler}" if self.scheduler else f"{self.jobs} processes"
+        self.log(f"{len(parts)} parts on {where}, longest expected first")
+        sweep = run_parts(_part_job, [(self.cfg.to_dict(), str(self.out), str(self.device), *p) for p in parts],
+                          jobs=self.jobs, scheduler=self.scheduler, progress=self.progress, desc="figure1 parts",
+                          costs=[part_seconds(self.cfg, p) for p in parts], labels=[_part_label(p) for p in parts])
+        for done, (k, _) in enumerate(sweep, 1):
+            self.log(f"  [{done}/{len(parts)}] {_part_label(parts[k])} done ({sweep.seconds[k]:.0f} s; "
+                     f"{time.perf_counter() - t0:.0f} s in all)")
 
     def run(self) -> dict:
         cfg = self.cfg
@@ -509,15 +508,6 @@ class Figure1:
         return result
 
 
-def _stop_workers(pool) -> None:
-    """Cancel the parts not started and end the worker processes of ``pool`` (points already stored stay)."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in procs:
-        with contextlib.suppress(OSError, AttributeError, ValueError):
-            proc.terminate()
-
-
 def train_config(cfg: Figure1Config, language: str, vocab_size: int, kind: str):
     """The TrainConfig of the MDM (``kind="mdm"``) or AR network of a language in a Figure 1 run."""
     from .train import RECIPES, TrainConfig
@@ -528,11 +518,55 @@ def train_config(cfg: Figure1Config, language: str, vocab_size: int, kind: str):
                        table_lr=RECIPES[cfg.model].get("table_lr", 1.0), ckpt_every=max(50, cfg.train_steps // 20))
 
 
-def _part_job(cfg: dict, out: str, device: str, index: int, name: str, role: str, kinds: tuple,
-              lengths: tuple) -> None:
+def _part_label(part) -> str:
+    _, name, _, kinds, lengths = part
+    return f"{name}: {'oracle at L = ' + str(lengths[0]) if lengths else 'networks'}"
+
+
+#: The cost model of a part, in seconds of one worker on the 2-core AMD EPYC machine.  An oracle point costs
+#: ORACLE_SECONDS * (num / 512) * L^ORACLE_L * min(N, L)^ORACLE_N * W^ORACLE_W, times ORACLE_TER on a TER language
+#: (its assignment-KL estimate), W the positive entries of the tables the exact recursion reads (an n-gram's
+#: conditional table, an HMM's transition and emission tables): a least-squares fit of log seconds to the 240 oracle
+#: points of docs/results/figure1_tiny, its constant then scaled (x 2.1) so that the model's total of those points is
+#: their measured total (a fit in log space gives the typical point, not the mean); ``python benchmarks/sweep.py``
+#: repeats the fit and prints how each part's measured seconds compare.  Training a network costs TRAIN_SECONDS per sequence-token of its batches, and its
+#: points NETWORK_POINT_SECONDS per sequence, token and network call (the same run's training wall times and points).
+ORACLE_SECONDS = 1.8e-6
+ORACLE_L, ORACLE_N, ORACLE_W, ORACLE_TER = 0.95, 0.24, 1.2, 1.28
+TRAIN_SECONDS = 5.2e-5
+NETWORK_POINT_SECONDS = 2.2e-5
+
+
+def recursion_work(language) -> int:
+    """W of the cost model: the positive entries of the tables the exact recursion reads."""
+    if hasattr(language, "transmat_"):
+        return int((np.asarray(language.transmat_) > 0).sum() + (np.asarray(language.emissionprob_) > 0).sum())
+    return int((np.asarray(language.transition_) > 0).sum())
+
+
+def part_seconds(cfg: Figure1Config, part, work: int | None = None) -> float:
+    """The expected seconds of one part of a Figure 1 run (the cost model above), for ordering and the ETA."""
+    _, name, role, kinds, lengths = part
+    seconds = 0.0
+    if lengths:  # an oracle part: its points at one length
+        W = recursion_work(language_from_spec(name)) if work is None else work
+        for L in lengths:
+            per = (ORACLE_SECONDS * (cfg.num / 512) * L ** ORACLE_L * W ** ORACLE_W
+                   * (ORACLE_TER if role == "ter" else 1.0))
+            seconds += sum(per * min(N, L) ** ORACLE_N for N in cfg.steps)
+    else:  # the networks of a language, their learning error and their points
+        nets = [k for k in kinds if k in ("mdm", "ar")]
+        seconds += TRAIN_SECONDS * len(nets) * cfg.train_steps * cfg.batch * cfg.length
+        if "mdm" in nets:
+            seconds += NETWORK_POINT_SECONDS * cfg.num * cfg.length * sum(min(N, cfg.length) for N in cfg.steps)
+    return seconds
+
+
+def _part_job(args) -> None:
     """Worker of :meth:`Figure1._run_in_parallel`: one part of the run, written to ``out`` (resumable)."""
     from . import set_threads
 
+    cfg, out, device, index, name, role, kinds, lengths = args
     set_threads(1, torch=needs_networks(kinds))  # an oracle part needs no torch
     fig = Figure1(Figure1Config(**cfg), out, device=device, progress=False, log=lambda *_: None)
     fig._language_part(index, name, role, kinds, lengths or None)

@@ -8,18 +8,27 @@ one finishes:
   processes with one thread each (numba, OpenMP and BLAS pinned to one thread, as the parts are
   the parallelism), or the existing cluster whose scheduler is at ``scheduler`` (``tcp://HOST:PORT``;
   default: the environment variable ``MDMT_SCHEDULER``) -- a Slurm or PBS cluster started with
-  dask-jobqueue, say, whose workers have mdmt installed.
+  dask-jobqueue, say, whose workers have mdmt installed (docs/cluster.md).
 
 A part is a pure function of its arguments (its seed among them), so the results do not depend on
 where or in which order the parts run; a worker that dies has its part rerun elsewhere by Dask's
 scheduler.  Callers combine the results in part order, never in completion order.
+
+With ``costs`` (the expected seconds of each part, from the caller's cost model), the parts are
+submitted longest-expected-first, so that the last part to finish is a short one.  The progress
+view (``progress=True``, a tqdm bar on standard error) shows parts done / total, the parts running
+now and an ETA: the expected seconds of the parts not finished, scaled by how the finished parts'
+measured seconds compared with their expected ones, divided among the workers.  Each part's
+measured seconds (in its worker) are in :attr:`Sweep.seconds` once it has finished.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
+import time
 
 SCHEDULER_ENV = "MDMT_SCHEDULER"
 ONE_THREAD = {name: "1" for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -38,57 +47,123 @@ def scheduler_address(scheduler: str | None = None) -> str | None:
     return address
 
 
-def run_parts(function, parts, *, jobs: int = 1, scheduler: str | None = None, progress: bool = False,
-              desc: str = "parts"):
-    """Yield ``(index, function(parts[index]))`` for every part, as each finishes (module docstring)."""
-    from mdmt.constructions.validation import positive_int
+def _timed(function, part):
+    """(seconds, result) of one part, timed where it runs."""
+    t0 = time.perf_counter()
+    result = function(part)
+    return time.perf_counter() - t0, result
 
-    parts = list(parts)
-    jobs = positive_int("jobs", jobs)
-    if jobs > MAX_JOBS:
-        raise ValueError(f"jobs = {jobs} exceeds mdmt's limit of {MAX_JOBS} worker processes on one machine")
-    address = scheduler_address(scheduler)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(parts), desc=desc, unit="part", leave=False, disable=None, dynamic_ncols=True)
-    try:
-        if address is None and (jobs == 1 or len(parts) < 2):
-            for i, part in enumerate(parts):
-                result = function(part)
+def lpt_makespan(seconds, workers: int) -> float:
+    """The wall time of parts of the given seconds on ``workers`` workers, longest first, each part to the worker
+    free first (the order :class:`Sweep` submits in; scheduling overhead left out)."""
+    import heapq
+
+    free = [0.0] * max(1, int(workers))
+    for s in sorted(seconds, reverse=True):
+        heapq.heappush(free, heapq.heappop(free) + float(s))
+    return max(free)
+
+
+class Sweep:
+    """Iterate to run the parts: yields ``(index, result)`` as each finishes (module docstring)."""
+
+    def __init__(self, function, parts, *, jobs: int = 1, scheduler: str | None = None, progress: bool = False,
+                 desc: str = "parts", costs=None, labels=None):
+        from mdmt.constructions.validation import positive_int
+
+        self.function, self.parts = function, list(parts)
+        self.jobs = positive_int("jobs", jobs)
+        if self.jobs > MAX_JOBS:
+            raise ValueError(f"jobs = {self.jobs} exceeds mdmt's limit of {MAX_JOBS} worker processes on one machine")
+        self.address = scheduler_address(scheduler)
+        n = len(self.parts)
+        self.costs = [1.0] * n if costs is None else [float(c) for c in costs]
+        if len(self.costs) != n or not all(math.isfinite(c) and c >= 0 for c in self.costs):
+            raise ValueError(f"costs: expected {n} finite non-negative expected seconds, one per part")
+        self.labels = [f"part {i + 1}" for i in range(n)] if labels is None else [str(s) for s in labels]
+        self.order = sorted(range(n), key=lambda i: -self.costs[i])  # longest expected first (stable)
+        self.progress, self.desc = progress, desc
+        self.seconds: dict = {}  # index -> measured seconds of the part, in its worker
+        self.workers = 1
+
+    def eta(self, running=()) -> float | None:
+        """Seconds left: the expected seconds of the unfinished parts, scaled by measured / expected of the finished
+        ones, over the workers (None before any part has finished)."""
+        done_cost = sum(self.costs[i] for i in self.seconds)
+        if not self.seconds or done_cost <= 0:
+            return None
+        scale = sum(self.seconds.values()) / done_cost
+        left = sum(self.costs[i] for i in range(len(self.parts)) if i not in self.seconds)
+        return scale * left / max(1, min(self.workers, len(self.parts) - len(self.seconds)))
+
+    def _view(self, bar, running) -> None:
+        if bar is None:
+            return
+        eta = self.eta(running)
+        shown = ", ".join(self.labels[i] for i in running[:3]) + (" …" if len(running) > 3 else "")
+        bar.set_postfix_str((f"running: {shown}" if shown else "") + (f"; ETA {eta / 60:.1f} min" if eta else ""))
+        bar.refresh()
+
+    def __iter__(self):
+        bar = None
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(self.parts), desc=self.desc, unit="part", leave=False, disable=None,
+                       dynamic_ncols=True)
+        try:
+            if self.address is None and (self.jobs == 1 or len(self.parts) < 2):
+                for i in self.order:
+                    self._view(bar, [i])
+                    seconds, result = _timed(self.function, self.parts[i])
+                    self.seconds[i] = seconds
+                    if bar is not None:
+                        bar.update(1)
+                    yield i, result
+            else:
+                yield from self._on_dask(bar)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _on_dask(self, bar):
+        from dask.distributed import Client, LocalCluster, as_completed
+
+        cluster = None
+        if self.address is None:
+            cluster = LocalCluster(n_workers=min(self.jobs, len(self.parts)), threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.ERROR, env=dict(ONE_THREAD))
+            client = Client(cluster)
+        else:
+            try:
+                client = Client(self.address, timeout="20s")
+            except (OSError, TimeoutError) as exc:
+                raise OSError(f"no Dask scheduler answers at {self.address} ({exc})") from None
+        try:
+            self.workers = max(1, sum(client.nthreads().values()))
+            # priority: Dask runs the higher first among the parts ready, so the longest expected start first
+            futures = {}
+            for rank, i in enumerate(self.order):
+                f = client.submit(_timed, self.function, self.parts[i], pure=False, priority=len(self.order) - rank)
+                futures[f.key] = (i, f)
+            for future in as_completed([f for _, f in futures.values()]):
+                seconds, result = future.result()
+                i = futures[future.key][0]
+                self.seconds[i] = seconds
                 if bar is not None:
                     bar.update(1)
+                    keys = {k for tasks in client.processing().values() for k in tasks}
+                    self._view(bar, [futures[k][0] for k in futures if k in keys])
                 yield i, result
-            return
-        yield from _on_dask(function, parts, jobs, address, bar)
-    finally:
-        if bar is not None:
-            bar.close()
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
 
 
-def _on_dask(function, parts, jobs: int, address: str | None, bar):
-    from dask.distributed import Client, LocalCluster, as_completed
-
-    cluster = None
-    if address is None:
-        cluster = LocalCluster(n_workers=min(jobs, len(parts)), threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR, env=dict(ONE_THREAD))
-        client = Client(cluster)
-    else:
-        try:
-            client = Client(address, timeout="20s")
-        except (OSError, TimeoutError) as exc:
-            raise OSError(f"no Dask scheduler answers at {address} ({exc})") from None
-    try:
-        futures = [client.submit(function, part, pure=False) for part in parts]
-        index = {f.key: i for i, f in enumerate(futures)}
-        for future in as_completed(futures):
-            result = future.result()
-            if bar is not None:
-                bar.update(1)
-            yield index[future.key], result
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+def run_parts(function, parts, *, jobs: int = 1, scheduler: str | None = None, progress: bool = False,
+              desc: str = "parts", costs=None, labels=None) -> Sweep:
+    """A :class:`Sweep`: iterate it for ``(index, function(parts[index]))`` as each part finishes."""
+    return Sweep(function, parts, jobs=jobs, scheduler=scheduler, progress=progress, desc=desc, costs=costs,
+                 labels=labels)

@@ -99,6 +99,23 @@ def add_json(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
 
 
+def add_scheduler(parser) -> None:
+    parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help="run the parts on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:PORT; "
+                             "default: the MDMT_SCHEDULER environment variable, else --jobs local processes)")
+
+
+def scheduler_of(args) -> str | None:
+    """The checked ``--scheduler`` (or ``MDMT_SCHEDULER``): an error names the flag and the value."""
+    from mdmt.sweep import scheduler_address
+
+    try:
+        return scheduler_address(args.scheduler)
+    except ValueError as exc:
+        flag = "--scheduler" if args.scheduler is not None else "MDMT_SCHEDULER"
+        raise ValueError(f"{flag} {str(exc).partition(' ')[2]}") from None
+
+
 def add_force(parser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="overwrite an existing --out that mdmt did not write for the same request")

@@ -15,8 +15,8 @@ training numbers, measured learning error, steps to target, provenance) and figu
 
 from __future__ import annotations
 
-from ._common import (integer, add_force, add_json, add_length, add_model, add_schedule, add_seed, add_steps, at_least, int_list,
-                      name_list, names, print_json)
+from ._common import (add_force, add_json, add_length, add_model, add_schedule, add_scheduler, add_seed, add_steps,
+                      at_least, int_list, integer, name_list, names, print_json, scheduler_of)
 
 
 def add_arguments(p):
@@ -49,7 +49,9 @@ def add_arguments(p):
     add_seed(p, what=" of training, sampling and measurement")
     p.add_argument("--jobs", type=integer, default=1,
                    help="compute the run's parts (each language's networks with their points, its oracle "
-                        "curve at each length) in this many processes, one torch and one numba thread each (default 1)")
+                        "curve at each length) on this many worker processes of an embedded Dask cluster, one torch "
+                        "and one numba thread each, longest expected first (default 1)")
+    add_scheduler(p)
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_json(p)
@@ -103,12 +105,13 @@ def run(args) -> int:
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print
     prov = record()
     at_least("--jobs", args.jobs)
+    scheduler = scheduler_of(args)
     # before the work: a file there that mdmt did not write is refused unless --force, and one run writes at a time
     same = written_by_mdmt(cfg)
     check_output_folder(args.out, files=list(same), force=args.force, same=same)
     with output_lock(args.out):
         fig = Figure1(cfg, args.out, device=args.device, progress=not args.no_progress, log=log, provenance=prov,
-                      jobs=args.jobs)
+                      jobs=args.jobs, scheduler=scheduler)
         result = fig.run()
         md = markdown_tables(result)
         write_text(Path(args.out) / "figure1.md", "\n".join(describe(p) for p in result["provenance"]) + "\n\n" + md)

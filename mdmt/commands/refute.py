@@ -1,6 +1,7 @@
 """``mdmt refute``: search a family of languages for a counterexample to a claim, and certify what it finds."""
 
-from ._common import add_force, add_json, add_seed, add_steps, at_least, int_list, integer, name_list, print_json
+from ._common import (add_force, add_json, add_scheduler, add_seed, add_steps, at_least, int_list, integer, name_list,
+                      print_json, scheduler_of)
 
 OUTPUTS = ("instance.json", "refute.json")
 INSTANCE_NAME = "refute instance"
@@ -29,9 +30,7 @@ def add_arguments(p):
     p.add_argument("--jobs", type=integer, default=1,
                    help="run the shards in this many worker processes of an embedded Dask cluster, one thread "
                         "each (default 1: in this process)")
-    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="run the shards on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:PORT; "
-                        "default: the MDMT_SCHEDULER environment variable, else --jobs)")
+    add_scheduler(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
     p.add_argument("--out", metavar="FOLDER",
                    help="write instance.json (the counterexample or tightest instance, a language file) and "
@@ -75,16 +74,13 @@ def run(args) -> int:
     at_least("--shards", args.shards)
     at_least("--jobs", args.jobs)
     from mdmt.bounds.refute import MAX_SHARDS
-    from mdmt.sweep import MAX_JOBS, scheduler_address
+    from mdmt.sweep import MAX_JOBS
 
     if args.shards > MAX_SHARDS:
         raise ValueError(f"--shards {args.shards} exceeds mdmt's limit of {MAX_SHARDS}")
     if args.jobs > MAX_JOBS:
         raise ValueError(f"--jobs {args.jobs} exceeds mdmt's limit of {MAX_JOBS} worker processes")
-    try:
-        scheduler_address(args.scheduler)
-    except ValueError as exc:
-        raise ValueError(f"--scheduler {exc.args[0].partition(' ')[2]}") from None
+    scheduler_of(args)
     if (args.jobs > 1 or args.scheduler) and args.shards == 1:
         raise ValueError("--jobs and --scheduler run shards: give --shards K (K > 1) too")
     try:

@@ -1,0 +1,109 @@
+"""The sweep engine (mdmt.sweep): the same results in this process and on a Dask cluster, longest expected first,
+a killed worker's part rerun elsewhere, the ETA and the makespan worked by hand."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from mdmt.sweep import Sweep, lpt_makespan, run_parts, scheduler_address
+
+
+def test_results_are_the_same_in_this_process_and_on_a_local_cluster():
+    parts = [(k, 3 * k + 1) for k in range(7)]
+    costs = [1, 5, 2, 9, 0, 3, 3]
+    serial = run_parts(lambda p: p[0] * p[1], parts, costs=costs)
+    order = [i for i, _ in serial]
+    assert order == [3, 1, 5, 6, 2, 0, 4]  # longest expected first, ties in part order
+    cluster = dict(run_parts(lambda p: p[0] * p[1], parts, jobs=2, costs=costs))
+    assert cluster == {i: a * b for i, (a, b) in enumerate(parts)}
+
+
+def test_a_killed_worker_loses_no_part():
+    """Kill one worker process of a two-worker LocalCluster while the parts run: Dask reruns its part elsewhere
+    and every result arrives, once."""
+    from dask.distributed import Client, LocalCluster
+
+    def slow(x):
+        import time as _time
+
+        _time.sleep(0.4)
+        return x * x
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        pids = sorted(client.run(os.getpid).values())
+        got = {}
+        sweep = run_parts(slow, list(range(8)), scheduler=cluster.scheduler_address)
+        runner = threading.Thread(target=lambda: got.update(dict(sweep)))
+        runner.start()
+        time.sleep(0.6)  # the first parts are running
+        os.kill(pids[0], signal.SIGKILL)
+        runner.join(timeout=120)
+        client.wait_for_workers(2, timeout=60)
+        assert pids[0] not in client.run(os.getpid).values()  # that worker did die (its nanny started another)
+    assert not runner.is_alive() and got == {k: k * k for k in range(8)}
+
+
+def test_the_eta_scales_the_cost_model_by_the_measured_times():
+    """By hand: expected 4, 2, 2 s; the first part took 8 s (twice its cost), so the 4 s left are 8 s more on one
+    worker and 4 s on two."""
+    sweep = Sweep(lambda p: p, [0, 1, 2], costs=[4, 2, 2])
+    assert sweep.eta() is None
+    sweep.seconds[0] = 8.0
+    assert sweep.eta() == 8.0
+    sweep.workers = 2
+    assert sweep.eta() == 4.0
+
+
+def test_the_makespan_of_longest_first_by_hand():
+    """5, 4, 3, 3, 3 on two workers: 5 | 4 ; 3 to the second (7) ; 3 to the first (8) ; 3 to the second (10)."""
+    assert lpt_makespan([3, 5, 3, 4, 3], 2) == 10
+    assert lpt_makespan([3, 5, 3, 4, 3], 1) == 18 and lpt_makespan([2, 2], 8) == 2
+
+
+@pytest.mark.parametrize("address, ok", [("tcp://10.0.0.1:8786", True), ("tls://node-3:8786", True),
+                                         ("tcp://host", True), ("8786", False), ("tcp://", False),
+                                         ("tcp://a b:1", False), ("http://x:1/path", False)])
+def test_scheduler_addresses_are_checked(address, ok, monkeypatch):
+    monkeypatch.delenv("MDMT_SCHEDULER", raising=False)
+    if ok:
+        assert scheduler_address(address) == address
+    else:
+        with pytest.raises(ValueError, match="expected an address such as tcp://HOST:8786"):
+            scheduler_address(address)
+    monkeypatch.setenv("MDMT_SCHEDULER", "tcp://from-env:8786")
+    assert scheduler_address(None) == "tcp://from-env:8786" and scheduler_address("") is None
+
+
+def test_bad_costs_are_refused():
+    with pytest.raises(ValueError, match="costs: expected 2 finite"):
+        Sweep(lambda p: p, [1, 2], costs=[1.0, float("nan")])
+    with pytest.raises(ValueError, match="jobs"):
+        Sweep(lambda p: p, [1, 2], jobs=0)
+
+
+def test_the_figure1_cost_model_ranks_the_measured_parts_of_the_committed_run():
+    """The cost model (mdmt.empirical.experiments.part_seconds) against the measured seconds of the 30 parts of
+    docs/results/figure1_tiny: rank correlation at least 0.8, and totals within 25 % for oracle and network parts."""
+    import importlib.util
+    from pathlib import Path
+
+    from scipy.stats import spearmanr
+
+    from mdmt.empirical.experiments import part_seconds
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "sweep.py"
+    spec = importlib.util.spec_from_file_location("bench_sweep", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    cfg, measured, parts = bench.committed_parts()
+    assert len(measured) == 30
+    expected = {k: part_seconds(cfg, parts[k]) for k in measured}
+    keys = sorted(measured)
+    assert spearmanr([measured[k] for k in keys], [expected[k] for k in keys]).statistic >= 0.8
+    for kind in ("oracle", "networks"):
+        ratio = sum(measured[k] for k in keys if k[1] == kind) / sum(expected[k] for k in keys if k[1] == kind)
+        assert 0.8 <= ratio <= 1.25, (kind, ratio)
