@@ -107,7 +107,7 @@ def _scaling_config():
     from mdmt.empirical.experiments import Figure1Config
 
     return Figure1Config(kinds=("oracle",), ter_languages=("preset:2gram-ter", "preset:3gram-ter"),
-                         ser_languages=("preset:hmm-sparse", "interval:3"), lengths=(32, 64, 128),
+                         ser_languages=("preset:hmm-sparse", "interval:4"), lengths=(32, 64, 128),
                          steps=(8, 32, 128, 512), length=32, num=256)
 
 
