@@ -8,7 +8,7 @@ estimate.
    and its exponents come from, the model's expected seconds of each part of that run beside its measured
    seconds (the points' own clocks; a language's networks: training wall time and points), their rank
    correlation, and the wall time of those parts on 2 workers, longest first (:func:`mdmt.sweep.lpt_makespan`).
-2. **Scaling**: one fixed oracle sweep (4 languages x 3 lengths = 12 parts) run in this process, on a
+2. **Scaling**: one fixed oracle sweep (4 languages x 3 lengths = 12 parts, about a minute) run in this process, on a
    LocalCluster of 1 worker and on one of 2 workers: wall times, the speed-up, the scheduler's overhead per
    part (wall of 1 worker minus the parts' own seconds, per part), and whether the rows are identical.
 3. **Paper scale**: the default languages at L = 64 ... 1024 with 5 seeds, on 64 workers: the oracle parts from
@@ -107,8 +107,8 @@ def _scaling_config():
     from mdmt.empirical.experiments import Figure1Config
 
     return Figure1Config(kinds=("oracle",), ter_languages=("preset:2gram-ter", "preset:3gram-ter"),
-                         ser_languages=("preset:hmm-sparse", "interval:4"), lengths=(32, 64, 128),
-                         steps=(8, 32, 128, 512), length=32, num=256)
+                         ser_languages=("preset:hmm-sparse", "preset:3gram"), lengths=(128, 256, 512),
+                         steps=(8, 64, 512), length=128, num=512)
 
 
 def _strip(rows):
@@ -146,8 +146,8 @@ def scaling_section() -> list[str]:
     one, two = results["LocalCluster, 1 worker"], results["LocalCluster, 2 workers"]
     same = all(r[2] == base[2] for r in results.values())
     lines = ["## Scaling on this machine", "",
-             f"One oracle sweep: {', '.join(n for n, _ in langs)} at L = 32, 64, 128, N = 8, 32, 128, 512, "
-             f"256 sequences per point: {n_parts} parts.", "",
+             f"One oracle sweep: {', '.join(n for n, _ in langs)} at L = 128, 256, 512, N = 8, 64, 512, "
+             f"512 sequences per point: {n_parts} parts.", "",
              "| run | wall s | parts' own s |", "| --- | ---: | ---: |"]
     lines += [f"| {label} | {w:.1f} | {o:.1f} |" for label, (w, o, _) in results.items()]
     lines += ["", f"Speed-up of 2 workers over 1: **{one[0] / two[0]:.2f}×** (over this process: "
