@@ -179,3 +179,38 @@ def min_steps_ter(language, L: int, spec: str, target: float, num: int = 256, se
         if N >= max_steps(spec, L):
             return {"steps": None, "parameter": None, "kl_per_token": m, "ci": ci, "nfe": nfe}
         N = min(2 * N, max_steps(spec, L))
+
+
+def study_part(part) -> object:
+    """One independent part of the SER and TER studies (a Dask part of :mod:`mdmt.sweep`: a pure function).
+
+    ``("ser curve", l, L, specs, steps, num, seed)``: :func:`ser_curve`;
+    ``("ser min", l, L, spec, target, num, seed)``: :func:`min_steps_ser`;
+    ``("ter min", language SPEC, L, spec, target, num, seed)``: :func:`min_steps_ter` on that language.
+    """
+    kind, *args = part
+    if kind == "ser curve":
+        return ser_curve(*args)
+    if kind == "ser min":
+        return min_steps_ser(*args)
+    if kind == "ter min":
+        from mdmt.constructions.languages.spec import language_from_spec
+
+        name, *rest = args
+        return min_steps_ter(language_from_spec(name), *rest)
+    raise ValueError(f"unknown study part {kind!r}")
+
+
+def study_part_cost(part) -> float:
+    """The expected work of a study part (its operation count; TER searches: L x num x the steps they may try)."""
+    kind, *args = part
+    if kind == "ser curve":
+        l, L, specs, steps, num, _ = args
+        return float(ser_curve_cost(l, L, specs, steps, num)[0])
+    if kind == "ser min":
+        l, L, spec, target, num, _ = args
+        return float(min_steps_ser_cost(l, L, spec, target, num)[0])
+    _, L, spec, _, num, _ = args
+    tries = len(THRESHOLD_GRID if spec.startswith("threshold") else GAMMA_GRID) if not needs_steps(spec) else \
+        max(1, max_steps(spec, L)).bit_length()
+    return float(L) * L * num * tries

@@ -107,3 +107,23 @@ def test_the_figure1_cost_model_ranks_the_measured_parts_of_the_committed_run():
     for kind in ("oracle", "networks"):
         ratio = sum(measured[k] for k in keys if k[1] == kind) / sum(expected[k] for k in keys if k[1] == kind)
         assert 0.8 <= ratio <= 1.25, (kind, ratio)
+
+
+@pytest.mark.parametrize("argv", [
+    ["adaptive", "ser", "--interval-lengths", "3", "--intervals", "2,4", "--curve-length", "6", "--num", "50",
+     "--policies", "iid,confidence"],
+    ["adaptive", "ter", "--language", "preset:2gram-ter", "--lengths", "8,16", "--policies", "iid,confidence",
+     "--num", "16"],
+])
+def test_the_adaptive_studies_give_the_same_numbers_on_a_local_cluster(argv, capsys):
+    import json
+
+    from mdmt.cli import main
+
+    outputs = []
+    for jobs in ("1", "2"):
+        assert main(argv + ["--json", "--no-progress", "--jobs", jobs]) == 0
+        out = json.loads(capsys.readouterr().out)
+        out.pop("provenance", None)
+        outputs.append(out)
+    assert outputs[0] == outputs[1]

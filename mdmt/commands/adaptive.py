@@ -5,8 +5,9 @@ exact output law at small L; ``ser`` the SER study on the interval HMM; ``ter`` 
 n-gram (docs/adaptive.md).
 """
 
-from ._common import (add_force, add_json, add_language, add_length, add_num, add_seed, add_steps, at_least,
-                      format_table, int_list, integer, load_language, name_list, print_json, print_quantities)
+from ._common import (add_force, add_json, add_language, add_length, add_num, add_scheduler, add_seed, add_steps,
+                      at_least, format_table, int_list, integer, load_language, name_list, print_json,
+                      print_quantities, scheduler_of)
 
 SER_COLUMNS = ["l", "L", "policy", "N", "steps", "ser", "ci", "nfe", "method", "reached", "theorem44_lower"]
 TER_COLUMNS = ["language", "L", "policy", "steps", "parameter", "kl_per_token", "ci", "nfe"]
@@ -26,6 +27,14 @@ def _instance(p):
     add_length(p)
     add_steps(p, required=False)
     _policy(p)
+
+
+def _parts_options(p):
+    p.add_argument("--jobs", type=integer, default=1,
+                   help="compute the study's independent parts on this many worker processes of an embedded Dask "
+                        "cluster, one thread each, longest expected first (default 1: in this process)")
+    add_scheduler(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
 
 
 def _outputs(p, what):
@@ -72,6 +81,7 @@ def add_arguments(p):
     r.add_argument("--target", type=float, default=0.1, help="SER target (default 0.1)")
     add_num(r, 2000, "reveal trajectories per Monte Carlo point")
     add_seed(r)
+    _parts_options(r)
     _outputs(r, "adaptive_ser")
     t = sub.add_parser("ter", help="smallest N (or NFE) reaching a TER target against L, per policy, on a language",
                        description="TER study: the smallest N whose Monte Carlo bound on KL/L meets the target")
@@ -82,6 +92,7 @@ def add_arguments(p):
     t.add_argument("--target", type=float, default=0.05, help="target for KL/L in nats per token (default 0.05)")
     add_num(t, 256, "sequences per Monte Carlo point")
     add_seed(t)
+    _parts_options(t)
     _outputs(t, "adaptive_ter")
 
 
@@ -197,8 +208,6 @@ def _check_target(target: float, what: str) -> float:
 
 
 def _ser(args) -> int:
-    from mdmt.bounds.adaptive import min_steps_ser, ser_curve
-
     ls = int_list("--interval-lengths", args.interval_lengths, minimum=2)
     Ks = int_list("--intervals", args.intervals)
     specs = name_list("--policies", args.policies, "policy")
@@ -211,16 +220,27 @@ def _ser(args) -> int:
     steps = sorted({N for N in (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 40, 60) if N <= Lc}
                    | {Lc * c for c in (2, 4, 8, 16, 32, 64)})
     _check_ser_size(args, ls, Ks, specs, steps, target)
-    curves, mins = [], []
-    for l in ls:
-        curves += ser_curve(l, Lc, specs, steps, args.num, args.seed)
-        for K in Ks:
-            for spec in specs:
-                mins.append({"l": l, "L": K * l, "policy": spec, **min_steps_ser(l, K * l, spec, target, args.num,
-                                                                                  args.seed)})
+    curve_parts = [("ser curve", l, Lc, tuple(specs), tuple(steps), args.num, args.seed) for l in ls]
+    min_parts = [("ser min", l, K * l, spec, target, args.num, args.seed) for l in ls for K in Ks for spec in specs]
+    results = _run_parts(args, curve_parts + min_parts, "adaptive ser parts")
+    curves = [row for r in results[:len(curve_parts)] for row in r]
+    mins = [{"l": p[1], "L": p[2], "policy": p[3], **r} for p, r in zip(min_parts, results[len(curve_parts):])]
     res = {"target": target, "curve_length": Lc, "curves": curves, "min_steps": mins}
     return _report(args, res, _write_ser, f"smallest N with SER <= {target} (NFE in brackets; '-' = not reached):",
                    ["l", "policy"] + [f"L={K}l" for K in Ks], lambda: _pivot(mins, ls, specs, Ks))
+
+
+def _run_parts(args, parts, desc: str) -> list:
+    """The parts' results in part order, computed in this process or on Dask (--jobs, --scheduler), longest first."""
+    from mdmt.bounds.adaptive import study_part, study_part_cost
+    from mdmt.sweep import run_parts
+
+    at_least("--jobs", args.jobs)
+    results = [None] * len(parts)
+    for k, r in run_parts(study_part, parts, jobs=args.jobs, scheduler=scheduler_of(args), desc=desc,
+                          progress=not args.no_progress, costs=[study_part_cost(p) for p in parts]):
+        results[k] = r
+    return results
 
 
 def _check_ser_size(args, ls, Ks, specs, steps, target) -> None:
@@ -280,19 +300,15 @@ def _pivot(mins, ls, specs, Ks):
 
 
 def _ter(args) -> int:
-    from mdmt.bounds.adaptive import min_steps_ter
-
     spec = args.language or "preset:3gram-ter"
     lengths = int_list("--lengths", args.lengths)
     specs = name_list("--policies", args.policies, "policy")
     target = _check_target(args.target, "nats per token")
     at_least("--num", args.num)
-    lang = load_language(spec)
-    rows = []
-    for L in lengths:
-        for p in specs:
-            rows.append({"language": spec, "L": L, "policy": p,
-                         **min_steps_ter(lang, L, p, target, args.num, args.seed)})
+    load_language(spec)  # a bad SPEC is named here, before any part starts
+    parts = [("ter min", spec, L, p, target, args.num, args.seed) for L in lengths for p in specs]
+    rows = [{"language": spec, "L": part[2], "policy": part[3], **r}
+            for part, r in zip(parts, _run_parts(args, parts, "adaptive ter parts"))]
     res = {"language": spec, "target": target, "rows": rows}
 
     def table():
