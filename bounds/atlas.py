@@ -202,3 +202,21 @@ def atlas(language, L: int, N: int, processes: str = DEFAULT_PROCESSES, denoiser
                 "total_correlation": TC, "dual_total_correlation": DTC, "sum_mutual_information": sumI,
                 "profile": profile, "oracle": denoiser is None}
     return {"instance": instance, "rows": rows}
+
+
+def atlas_part(part) -> dict:
+    """One instance of an atlas sweep (a Dask part of :mod:`mdmt.sweep`): ``(language SPEC, L, N, processes)``."""
+    from mdmt.constructions.languages.spec import language_from_spec
+
+    spec, L, N, processes = part
+    res = atlas(language_from_spec(spec), L, N, processes)
+    res["instance"]["language"] = spec
+    return res
+
+
+def atlas_part_cost(part) -> float:
+    """The expected work of an atlas instance: (V + 1)^L partial assignments for each process."""
+    from mdmt.constructions.languages.spec import language_from_spec
+
+    spec, L, N, processes = part
+    return float(language_from_spec(spec).n_symbols + 1) ** L * len(str(processes).split(","))

@@ -127,3 +127,31 @@ def test_the_adaptive_studies_give_the_same_numbers_on_a_local_cluster(argv, cap
         out.pop("provenance", None)
         outputs.append(out)
     assert outputs[0] == outputs[1]
+
+
+def test_an_atlas_of_several_instances_is_one_sweep(tmp_path, capsys):
+    """Repeated --language and comma-separated --length/--steps: every instance, in order, the same on a
+    LocalCluster as in this process; atlas.csv starts with language, L, N; one instance keeps the single form."""
+    import csv
+    import json
+
+    from mdmt.cli import main
+
+    argv = ["atlas", "--language", "interval:2", "--language", "preset:2gram", "-L", "2,4", "-N", "2", "--processes",
+            "iid,uniform", "--json"]
+    outs = []
+    for jobs in ("1", "2"):
+        assert main(argv + ["--jobs", jobs]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+        outs[-1].pop("provenance", None)
+    assert outs[0] == outs[1]
+    inst = [(r["instance"]["language"], r["instance"]["length"], r["instance"]["steps"]) for r in outs[0]["instances"]]
+    assert inst == [("interval:2", 2, 2), ("interval:2", 4, 2), ("preset:2gram", 2, 2), ("preset:2gram", 4, 2)]
+    assert main(argv[:-1] + ["--out", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    with open(tmp_path / "a" / "atlas.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0])[:4] == ["language", "L", "N", "process"] and len(rows) == 8
+    assert main(["atlas", "--language", "interval:2", "-L", "4", "-N", "2", "--processes", "iid", "--json"]) == 0
+    single = json.loads(capsys.readouterr().out)
+    assert "instances" not in single and single["rows"][0]["kl"] == outs[0]["instances"][1]["rows"][0]["kl"]
