@@ -138,3 +138,23 @@ def test_torch_is_imported_in_one_place_and_never_by_the_theory():
             assert not [line for line, top in found if top], f"{name} imports torch at module level: use ._torch"
         else:
             assert not found, f"{name} (the theory) imports torch at line {found[0][0]}"
+
+
+def test_license_citation_changelog_and_type_marker_ship_with_the_package():
+    """The licence is the MIT text pyproject names; CITATION.cff is valid YAML citing the toolkit at pyproject's
+    version and the paper (arXiv 2502.09622); the changelog has that version; py.typed (PEP 561) is package data."""
+    import yaml  # PyYAML comes with dask
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    root = Path(__file__).resolve().parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    assert project["project"]["license"]["text"] == "MIT"
+    assert (root / "LICENSE").read_text().startswith("MIT License")
+    cff = yaml.safe_load((root / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["version"] == project["project"]["version"]
+    paper = cff["references"][0]
+    assert paper["title"] == "Theoretical Benefit and Limitation of Diffusion Language Model"
+    assert any("2502.09622" in i["value"] for i in paper["identifiers"]) and paper["year"] == 2025
+    assert f"## {project['project']['version']}" in (root / "CHANGELOG.md").read_text()
+    assert (root / "mdmt" / "py.typed").is_file()
+    assert "py.typed" in project["tool"]["setuptools"]["package-data"]["mdmt"]
