@@ -51,8 +51,8 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
-    def error(self, message):  # argparse's own usage errors: one line, exit 2
-        self.exit(2, f"{self.prog}: error: {message}\n")
+    def error(self, message):  # argparse's own usage errors: one line, exit 2, named after the command
+        self.exit(2, f"{getattr(self, 'command_prog', None) or self.prog}: error: {message}\n")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -74,6 +74,8 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     only = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only if only in COMMANDS else "")
+    if only in COMMANDS:  # an argument no subcommand takes is reported by the root parser: under the command's name
+        parser.command_prog = f"mdmt {only}"
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors (2), --help and --version (0)

@@ -84,3 +84,37 @@ def test_inapplicable_flags_are_errors_not_ignored(capsys):
     assert "unrecognized arguments" in capsys.readouterr().err
     assert main(["curve", "ter", "--interval-length", "5"]) == 2
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("name, parser", LEAVES, ids=[n for n, _ in LEAVES])
+def test_force_names_only_outputs_the_command_has(name, parser):
+    import re
+
+    opts = _options(parser)
+    if "--force" in opts:
+        named = re.findall(r"--[a-z-]+", opts["--force"].help)
+        assert named and all(flag in opts for flag in named), (name, opts["--force"].help)
+
+
+@pytest.mark.parametrize("argv, prefix", [(["curve", "ter", "--steps", "8"], "mdmt curve: error: "),
+                                          (["exact", "--bogus"], "mdmt exact: error: "),
+                                          (["refute", "--claim", "KL <= TC", "extra"], "mdmt refute: error: "),
+                                          (["bogus"], "mdmt: error: ")])
+def test_usage_errors_are_named_after_the_command(argv, prefix, capsys):
+    from mdmt.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(prefix) and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("argv", [["exact", "--language", "interval:3", "-L", "4", "-N", "2"],
+                                  ["sample", "--language", "interval:3", "-L", "7", "-N", "2", "--num", "4"],
+                                  ["atlas", "--language", "interval:3", "-L", "3,4", "-N", "2"],
+                                  ["adaptive", "exact", "--language", "interval:3", "-L", "2", "-N", "2"]])
+def test_the_interval_length_rule_holds_wherever_interval_l_is_accepted(argv, capsys):
+    from mdmt.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "is not a multiple of the interval length l = 3 of --language interval:3" in err and err.count("\n") == 1

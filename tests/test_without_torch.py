@@ -146,7 +146,7 @@ def test_help_and_version_import_neither_sympy_scipy_numba_nor_torch(tmp_path):
 
 def test_the_checker_sees_a_heavy_import(tmp_path):
     """The sys.modules check has teeth: a command that computes does load the stack, and a blocked torch is refused."""
-    (r,) = drive([["exact", "--language", "interval:3", "-L", "4", "-N", "2"]], tmp_path, block=False)
+    (r,) = drive([["exact", "--language", "interval:3", "-L", "6", "-N", "2"]], tmp_path, block=False)
     assert r["rc"] == 0 and "numba" in r["loaded"]
     code = PRELUDE + "import torch\n"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -116,9 +116,9 @@ def scheduler_of(args) -> str | None:
         raise ValueError(f"{flag} {str(exc).partition(' ')[2]}") from None
 
 
-def add_force(parser) -> None:
+def add_force(parser, outputs: str = "--out") -> None:
     parser.add_argument("--force", action="store_true",
-                        help="overwrite an existing --out that mdmt did not write for the same request")
+                        help=f"overwrite an existing {outputs} that mdmt did not write for the same request")
 
 
 # ----------------------------------------------------------------------------- parsing helpers
@@ -148,6 +148,21 @@ def load_language(spec: str, flag: str = "--language"):
 
 
 _SCHEDULE_BYTES_PER_STEP = 48  # the time grid, alpha on it, pi and their temporaries (float64)
+
+
+def check_interval_multiple(spec, L: int, flag: str = "--length") -> None:
+    """For ``interval:l``, L must be a multiple of l (Theorem 4.4's sequences are whole intervals): the error names
+    the flag, L and the language."""
+    from mdmt.constructions.languages.spec import interval_length_of
+
+    try:
+        l = interval_length_of(str(spec).strip())
+    except ValueError:  # not a SPEC this grammar reads: its loader names it
+        return
+    if l is not None and L % l:
+        near = " or ".join(str(v) for v in (L - L % l, L - L % l + l) if v >= l)
+        raise ValueError(f"{flag} {L} is not a multiple of the interval length l = {l} of --language {spec} "
+                         f"(use L = {near})")
 
 
 def schedule_pi(spec: str, N: int) -> np.ndarray:

@@ -6,7 +6,8 @@ n-gram (docs/adaptive.md).
 """
 
 from ._common import (add_force, add_json, add_language, add_length, add_num, add_scheduler, add_seed, add_steps,
-                      at_least, format_table, int_list, integer, load_language, name_list, print_json,
+                      at_least, check_interval_multiple, format_table, int_list, integer, load_language, name_list,
+                      print_json,
                       print_quantities, scheduler_of)
 
 SER_COLUMNS = ["l", "L", "policy", "N", "steps", "ser", "ci", "nfe", "method", "reached", "theorem44_lower"]
@@ -191,6 +192,7 @@ def _check_instance(args) -> None:
     """--length and --steps of sample and exact, checked naming the flags before any library call."""
     at_least("--length", args.length)
     at_least("--steps", args.steps)
+    check_interval_multiple(args.language, args.length)
 
 
 def _more_steps_than_positions(args, exc: ValueError) -> ValueError:

@@ -1,7 +1,7 @@
 """``mdmt atlas``: the exact KL of every reverse process beside the published bounds, on one small instance."""
 
-from ._common import (add_force, add_json, add_scheduler, add_steps, at_least, format_table, int_list, integer,
-                      load_language, name_list, print_json, scheduler_of)
+from ._common import (add_force, add_json, add_scheduler, add_steps, at_least, check_interval_multiple, format_table,
+                      int_list, integer, load_language, name_list, print_json, scheduler_of)
 
 _SHOW = ("process", "expected_nfe", "kl", "ser", "assignment_kl", "chain_bound", "li_cai", "tc_ratio", "dtc_ratio",
          "pb_lower")
@@ -72,6 +72,9 @@ def _instances(args) -> list[tuple[str, int, int]]:
         load_language(spec)
     lengths = int_list("--length", args.length)
     steps = int_list("--steps", args.steps)
+    for spec in specs:
+        for L in lengths:
+            check_interval_multiple(spec, L)
     return [(spec, L, N) for spec in specs for L in lengths for N in steps]
 
 

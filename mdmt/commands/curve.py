@@ -11,7 +11,7 @@ HEADERS = {"ter": ["L", "N", "chain_bound", "theorem42_bound"], "ser": ["N", "C"
 def _outputs(p):
     p.add_argument("--csv", help="write the rows to this CSV file")
     p.add_argument("--plot", help="write a PNG plot to this file")
-    add_force(p)
+    add_force(p, "--csv or --plot file")
     add_json(p)
 
 

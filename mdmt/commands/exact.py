@@ -1,7 +1,7 @@
 """``mdmt exact``: the exact output law of the N-step sampler on a small language."""
 
-from ._common import (add_json, add_language, add_length, add_schedule, add_steps, at_least, load_language,
-                      print_quantities, schedule_pi)
+from ._common import (add_json, add_language, add_length, add_schedule, add_steps, at_least, check_interval_multiple,
+                      load_language, print_quantities, schedule_pi)
 
 
 def add_arguments(p):
@@ -24,6 +24,7 @@ def run(args) -> int:
     if args.steps > MAX_STEPS:
         raise ValueError(f"--steps N = {args.steps} exceeds mdmt's limit of {MAX_STEPS} steps for the exact law")
     lang = load_language(args.language)
+    check_interval_multiple(args.language, args.length)
     check_exact_size(lang.n_symbols, args.length)  # before anything of size (V+1)^L is built
     pi = schedule_pi(args.schedule, args.steps)
     out = {"length": args.length, "steps": args.steps, "schedule": args.schedule,

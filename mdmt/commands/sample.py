@@ -8,7 +8,7 @@ by token (N = L); the language (default: the one it was trained on) scores the s
 """
 
 from ._common import (add_force, add_json, add_language, add_length, add_num, add_schedule, add_seed, add_steps, at_least,
-                      integer, load_language, print_quantities, schedule_pi)
+                      check_interval_multiple, integer, load_language, print_quantities, schedule_pi)
 
 
 def add_arguments(p):
@@ -92,6 +92,7 @@ def _run(args) -> int:
         if missing:
             raise ValueError(f"the oracle sampler needs {', '.join(missing)} (or sample a network with --checkpoint)")
         lang, L, kind, den = load_language(args.language), at_least("--length", args.length), "oracle", None
+        check_interval_multiple(args.language, L)
         pi = schedule_pi(args.schedule, args.steps)
         res = sample_mdm(lang, L, pi, args.num, seed=args.seed)
     else:
