@@ -85,6 +85,7 @@ def test_bad_costs_are_refused():
         Sweep(lambda p: p, [1, 2], jobs=0)
 
 
+@pytest.mark.torch  # the committed run's configuration has networks: reading it checks their settings with torch
 def test_the_figure1_cost_model_ranks_the_measured_parts_of_the_committed_run():
     """The cost model (mdmt.empirical.experiments.part_seconds) against the measured seconds of the 30 parts of
     docs/results/figure1_tiny: rank correlation at least 0.8, and totals within 25 % for oracle and network parts."""
