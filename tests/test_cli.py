@@ -105,7 +105,11 @@ def test_score_table_json_and_mixed_lengths(tmp_path, capsys):
             assert r["log_likelihood"] is None
     status, text, _ = run(capsys, ["score", "--language", str(lang_file), "--sequences", str(seqs)])
     lines = text.strip().splitlines()
-    assert status == 0 and len(lines) == 2 + 5 and "log_likelihood" in lines[0] and "-inf" in lines[3]
+    assert status == 0 and len(lines) == 2 + 5 + 1 and "log_likelihood" in lines[0] and "-inf" in lines[3]
+    # the summary: 3 of 5 in the support; their mean log-likelihood per sequence and per token (lengths 7, 1, 7)
+    inside = [float(lang.score(np.array(x))[0]) for x in (rows[0], rows[2], rows[3])]
+    assert lines[-1].startswith("5 sequences (L = 1..7): 3 in the support (0.6; error rate 0.4); their mean "
+                                f"log-likelihood {np.mean(inside):.6g} nats, {sum(inside) / 15:.6g} nats per token")
 
 
 def test_score_counterexample_closed_form(tmp_path, capsys):

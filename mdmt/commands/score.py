@@ -110,4 +110,17 @@ def run(args) -> int:
     else:
         print(format_table(["sequence", "length", "log_likelihood", "in_support"],
                            [[i, int(lengths[i]), ll[i], bool(ins[i])] for i in range(len(seqs))]))
+        print(summary_line(ll, ins, lengths))
     return 0
+
+
+def summary_line(ll, ins, lengths) -> str:
+    """One line after the table: how many sequences are in the support (1 - that fraction is the set's sequence
+    error rate, Section 4.3) and their mean log-likelihood, per sequence and per token."""
+    n, k = len(ins), int(np.sum(ins))
+    span = f"L = {lengths.min()}" if lengths.min() == lengths.max() else f"L = {lengths.min()}..{lengths.max()}"
+    line = f"{n} sequences ({span}): {k} in the support ({k / n:.4g}; error rate {1 - k / n:.4g})"
+    if k:
+        line += (f"; their mean log-likelihood {float(np.mean(ll[ins])):.6g} nats, "
+                 f"{float(np.sum(ll[ins]) / np.sum(lengths[ins])):.6g} nats per token")
+    return line
