@@ -67,7 +67,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             module = importlib.import_module(module_name)
             module.add_arguments(p)
             p.set_defaults(_run=module.run, _name=name)
+            _add_examples(name, p)
     return parser
+
+
+def _add_examples(name: str, parser) -> None:
+    """The Examples section (:mod:`mdmt.examples`) of a command and of each of its subcommands."""
+    from .examples import epilog
+
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    leaves = [(f"{name} {kind}", p) for kind, p in subs[0].choices.items()] if subs else [(name, parser)]
+    for leaf, p in leaves:
+        p.epilog, p.formatter_class = epilog(leaf), argparse.RawDescriptionHelpFormatter
+    if subs:  # `mdmt curve --help`: the examples of every kind
+        parser.epilog = "\n".join(filter(None, (epilog(leaf) for leaf, _ in leaves))).replace("\nExamples:", "")
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def main(argv=None) -> int:

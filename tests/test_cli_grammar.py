@@ -118,3 +118,19 @@ def test_the_interval_length_rule_holds_wherever_interval_l_is_accepted(argv, ca
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "is not a multiple of the interval length l = 3 of --language interval:3" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("name, parser", LEAVES, ids=[n for n, _ in LEAVES])
+def test_every_help_ends_with_examples_that_parse(name, parser):
+    """Each subcommand's --help has an Examples section; every example is a command line of that subcommand that
+    the parser accepts (a comment after # is the reader's, not the shell's)."""
+    import shlex
+
+    assert parser.epilog and parser.epilog.startswith("Examples:\n"), name
+    assert "Examples:" in parser.format_help()
+    lines = [ln.strip() for ln in parser.epilog.splitlines()[1:]]
+    assert lines
+    for line in lines:
+        argv = shlex.split(line.split("   #")[0])
+        assert argv[0] == "mdmt" and " ".join(argv[1:1 + len(name.split())]) == name, line
+        build_parser().parse_args(argv[1:])  # exits (a failed test) on an argument the command does not take
