@@ -86,10 +86,12 @@ def ter_curve(n: int, eps: float, lengths, V: int = 8, eps_learning: float = 0.0
     lengths = [positive_int("length L", L) for L in lengths]
     if not lengths:
         raise ValueError("give at least one length L")
-    steps = [positive_int("number of steps N", N) for N in (steps or [2 ** k for k in range(1, 13)])]
+    n42 = theorem_42_steps(n, eps)
+    # default grid: N = 2, 4, ..., 4096 and the Theorem 4.2 step count itself (up to 2^20), so its bound shows on a row
+    grid = [2 ** k for k in range(1, 13)] + ([n42] if n42 <= 1 << 20 else [])
+    steps = sorted({positive_int("number of steps N", N) for N in (steps or grid)})
     for L in lengths:  # the whole curve and the step search, before any of it is computed
         check_dependency_work(n, L, sum(steps), what="the TER curve")
-    n42 = theorem_42_steps(n, eps)
     target = ter_target(V, eps, eps_learning)
     rows = []
     for L in lengths:

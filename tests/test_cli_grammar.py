@@ -96,7 +96,7 @@ def test_force_names_only_outputs_the_command_has(name, parser):
         assert named and all(flag in opts for flag in named), (name, opts["--force"].help)
 
 
-@pytest.mark.parametrize("argv, prefix", [(["curve", "ter", "--steps", "8"], "mdmt curve: error: "),
+@pytest.mark.parametrize("argv, prefix", [(["curve", "ter", "--bogus", "8"], "mdmt curve: error: "),
                                           (["exact", "--bogus"], "mdmt exact: error: "),
                                           (["refute", "--claim", "KL <= TC", "extra"], "mdmt refute: error: "),
                                           (["bogus"], "mdmt: error: ")])
@@ -134,3 +134,18 @@ def test_every_help_ends_with_examples_that_parse(name, parser):
         argv = shlex.split(line.split("   #")[0])
         assert argv[0] == "mdmt" and " ".join(argv[1:1 + len(name.split())]) == name, line
         build_parser().parse_args(argv[1:])  # exits (a failed test) on an argument the command does not take
+
+
+def test_curve_ter_has_a_steps_grid_and_shows_theorem_42_on_its_default_one(capsys):
+    """By default the grid holds the Theorem 4.2 step count (5335 for n = 3, eps = 0.05), so its bound is finite on
+    that row; --steps gives the grid."""
+    import json
+
+    from mdmt.cli import main
+
+    assert main(["curve", "ter", "--n", "3", "--eps", "0.05", "--lengths", "256", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    n42 = out["theorem42_steps"]
+    assert [r["theorem42_bound"] for r in out["rows"] if r["N"] == n42] == [out["target"]]
+    assert main(["curve", "ter", "--lengths", "256", "-N", "8,6000", "--json"]) == 0
+    assert [r["N"] for r in json.loads(capsys.readouterr().out)["rows"]] == [8, 6000]

@@ -27,6 +27,9 @@ def add_arguments(p):
     ter.add_argument("--eps", type=float, default=0.05, help="the epsilon of Theorem 4.2 (default 0.05)")
     ter.add_argument("--vocab", type=integer, default=8, help="vocabulary size |V| (default 8)")
     ter.add_argument("--lengths", default="256,1024,4096", help="comma-separated lengths L (default 256,1024,4096)")
+    ter.add_argument("--steps", "-N", default=None, metavar="N,N,...",
+                     help="sampling steps N of the curve, comma-separated (default 2, 4, ..., 4096 and the Theorem 4.2 "
+                          "step count)")
     ter.add_argument("--schedule", default="warmstart", choices=TER_SCHEDULES,
                      help="schedule (default warmstart, whose first step reveals the fraction eps)")
     ter.add_argument("--eps-learning", type=float, default=0.0, help="learning error eps_learning (default 0)")
@@ -87,7 +90,8 @@ def run(args) -> int:
         at_least("--n", args.n, 2)
         at_least("--vocab", args.vocab, 2)
         eps = _finite("--eps", args.eps, 0.0, low_open=True, high=1.0)
-        out = ter_curve(args.n, eps, lengths, args.vocab, eps_learning, args.schedule)
+        steps = int_list("--steps", args.steps) if args.steps is not None else None
+        out = ter_curve(args.n, eps, lengths, args.vocab, eps_learning, args.schedule, steps)
     else:
         _check_ser(args.interval_length, args.length)
         out = ser_curve(args.interval_length, args.length, eps_learning)
