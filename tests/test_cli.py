@@ -248,3 +248,16 @@ def test_debug_mode_shows_the_traceback(monkeypatch, capsys):
     monkeypatch.setenv("MDMT_DEBUG", "1")
     with pytest.raises(ValueError, match="unknown preset"):
         main(["score", "--language", "preset:nope", "--sequences", "s.txt"])
+
+
+def test_sample_reports_the_entropy_rate_and_the_ter_gap(capsys):
+    """Beside the generative perplexity: the language's entropy rate (exact for an n-gram: H(X_1..X_L)/L) and the TER
+    gap, generative NLL per token minus it, with its interval."""
+    from mdmt.constructions.languages.spec import language_from_spec
+
+    res = run_json(capsys, ["sample", "--language", "preset:3gram-ter", "-L", "32", "-N", "32", "--num", "100"])
+    H = float(language_from_spec("preset:3gram-ter").sequence_entropy(32)) / 32
+    assert res["entropy_rate"] == pytest.approx(H, rel=1e-12) and res["entropy_rate_method"] == "exact"
+    assert res["ter_gap"] == pytest.approx(res["gen_nll_per_token"] - H, abs=1e-12)
+    lo, hi = res["ter_gap_ci"]
+    assert lo <= res["ter_gap"] <= hi and lo == pytest.approx(res["gen_nll_ci"][0] - H, abs=1e-12)

@@ -117,6 +117,7 @@ def _run(args) -> int:
            "steps": args.steps if kind != "ar" else L, "schedule": args.schedule if kind != "ar" else None,
            **metrics, "nfe_mean": float(res.nfe.mean()),
            "expected_nfe": expected_nfe(pi, L) if pi is not None else float(L), "seconds": res.seconds}
+    out.update(_ter_gap(lang, L, metrics, args.num, args.seed))
     note = perplexity_note(metrics)
     if note:
         out["note"] = note
@@ -132,6 +133,20 @@ def _run(args) -> int:
             np.savetxt(fh, res.samples, fmt="%d")
     print_quantities(out, args.json)
     return 0
+
+
+def _ter_gap(lang, L: int, metrics: dict, num: int, seed: int) -> dict:
+    """The language's entropy rate H(X_1..X_L)/L (exact for an n-gram; a Monte Carlo mean over ``num`` sequences of q,
+    with its interval, otherwise) and the TER gap the samples show: generative NLL per token minus it, which is
+    >= 0 in expectation and 0 for a perfect sampler (Section 4.2) -- what tells whether a perplexity is good."""
+    from mdmt.empirical.metrics import entropy_rate
+
+    H = entropy_rate(lang, L, num=num, seed=seed + 2)
+    lo, hi = metrics["gen_nll_ci"]
+    return {"entropy_rate": H["value"], "entropy_rate_ci": H["ci"],
+            "entropy_rate_method": "exact" if H["exact"] else f"Monte Carlo over {num} sequences of q",
+            "ter_gap": metrics["gen_nll_per_token"] - H["value"],
+            "ter_gap_ci": [lo - H["ci"][1], hi - H["ci"][0]]}
 
 
 def _first_line(path) -> str:
