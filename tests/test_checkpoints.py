@@ -178,7 +178,7 @@ def test_extension_equals_training_the_cycles_in_one_go(tmp_path):
 def test_a_signal_writes_the_checkpoint_of_the_last_step(tmp_path, sig):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "mdmt", "train", "--language", "preset:2gram-ter", "-L", "8", "--train-steps", "3000",
-           "--batch", "4", "--ckpt-every", "20", "--val-size", "8", "--out", str(out), "--no-progress"]
+           "--batch", "4", "--ckpt-every", "20", "--num-val", "8", "--out", str(out), "--no-progress"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 240
@@ -195,7 +195,7 @@ def test_a_signal_writes_the_checkpoint_of_the_last_step(tmp_path, sig):
 def test_a_resume_that_disagrees_with_the_checkpoint_is_refused_naming_both_values(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["train", "--language", "preset:2gram-ter", "-L", "8", "--train-steps", "2", "--batch", "4",
-                 "--val-size", "4", "--out", str(out), "--no-progress", "--json"]) == 0
+                 "--num-val", "4", "--out", str(out), "--no-progress", "--json"]) == 0
     capsys.readouterr()
     before = (out / "ckpt.pt").read_bytes()
     resume = ["train", "--resume", "--out", str(out), "--no-progress"]
@@ -237,7 +237,7 @@ def test_mdm_denoiser_refuses_non_finite_weights_naming_the_parameter():
 
 # ----------------------------------------------------------------------------- a real tiny run, made once
 
-TINY = ["--language", "preset:2gram-ter", "-L", "8", "--train-steps", "2", "--batch", "4", "--val-size", "4",
+TINY = ["--language", "preset:2gram-ter", "-L", "8", "--train-steps", "2", "--batch", "4", "--num-val", "4",
         "--no-progress"]
 
 
@@ -413,7 +413,7 @@ def test_ar_with_learning_error_num_is_refused_naming_both_flags_before_any_work
 
 def test_evaluate_prints_the_documented_fields(tiny_run, tmp_path, capsys):
     ckpt = tiny_run / "ckpt.pt"
-    common = ["evaluate", "--checkpoint", str(ckpt), "--steps", "2,4", "--num", "8", "--val-num", "4",
+    common = ["evaluate", "--checkpoint", str(ckpt), "--steps", "2,4", "--num", "8", "--num-val", "4",
               "--learning-error-num", "4", "--batch", "8"]
     assert main(common + ["--json"]) == 0
     res = json.loads(capsys.readouterr().out)
@@ -444,12 +444,12 @@ def test_evaluate_prints_the_documented_fields(tiny_run, tmp_path, capsys):
     ar = tmp_path / "ar"
     assert main(["train", *TINY, "--ar", "--out", str(ar)]) == 0
     capsys.readouterr()
-    assert main(["evaluate", "--checkpoint", str(ar / "ckpt.pt"), "--num", "4", "--val-num", "4", "--json"]) == 0
+    assert main(["evaluate", "--checkpoint", str(ar / "ckpt.pt"), "--num", "4", "--num-val", "4", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["kind"] == "ar" and "learning_error" not in res and [p["N"] for p in res["points"]] == [8]
     assert res["points"][0]["nfe_mean"] == 8 and res["val_gap"]["num"] == 4
     # the learning error is an MDM's: asked for on an AR checkpoint, it is refused naming the flag
-    assert main(["evaluate", "--checkpoint", str(ar / "ckpt.pt"), "--num", "4", "--val-num", "4",
+    assert main(["evaluate", "--checkpoint", str(ar / "ckpt.pt"), "--num", "4", "--num-val", "4",
                  "--learning-error-num", "8"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--learning-error-num 8" in err[0] and "AR checkpoint" in err[0]

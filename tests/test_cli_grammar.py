@@ -11,6 +11,8 @@ FORBIDDEN = {  # names that used to mean something else somewhere, or two things
     "--samples": "how many sequences is --num",
     "--n-train": "how many sequences is --num",
     "--n-val": "validation sequences are --num-val",
+    "--val-size": "validation sequences are --num-val",
+    "--val-num": "validation sequences are --num-val",
     "--language-seed": "the seed of a preset is part of its SPEC, preset:NAME:SEED",
 }
 TAKES_LANGUAGE = {"score", "exact", "sample", "data", "train", "language"}

@@ -16,7 +16,7 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("nets")
     for name, extra in (("mdm", []), ("ar", ["--ar"])):
         assert main(["train", "--language", "preset:2gram", "-L", "12", "--train-steps", "8", "--batch", "8",
-                     "--val-size", "16", "--out", str(root / name), "--no-progress", *extra]) == 0
+                     "--num-val", "16", "--out", str(root / name), "--no-progress", *extra]) == 0
     return root
 
 
@@ -51,13 +51,13 @@ def test_sample_from_a_checkpoint(runs, capsys):
 @pytest.mark.torch
 def test_evaluate_a_checkpoint(runs, capsys):
     r = _json(capsys, ["evaluate", "--checkpoint", str(runs / "mdm" / "ckpt.pt"), "--steps", "1,12", "--num", "40",
-                       "--val-num", "40", "--learning-error-num", "16"])
+                       "--num-val", "40", "--learning-error-num", "16"])
     assert r["kind"] == "mdm" and r["language"] == "preset:2gram:0" and [p["N"] for p in r["points"]] == [1, 12]
     g = r["val_gap"]
     assert g["ci"][0] <= g["gap"] <= g["ci"][1] and g["num"] == 40
     assert r["learning_error"]["mean"] > 0 and r["learning_error"]["num_sequences"] == 16
     assert r["points"][0]["nfe_mean"] == 1 and all(0 <= p["ser"] <= 1 for p in r["points"])
-    a = _json(capsys, ["evaluate", "--checkpoint", str(runs / "ar" / "ckpt.pt"), "--num", "20", "--val-num", "20"])
+    a = _json(capsys, ["evaluate", "--checkpoint", str(runs / "ar" / "ckpt.pt"), "--num", "20", "--num-val", "20"])
     assert a["kind"] == "ar" and "learning_error" not in a and [p["N"] for p in a["points"]] == [12]
     assert main(["evaluate", "--checkpoint", str(runs / "nothing.pt")]) == 2
     assert "does not exist" in capsys.readouterr().err
@@ -85,7 +85,7 @@ def test_speed_reports_medians_spread_and_the_ratio_interval(capsys):
 @pytest.mark.torch
 def test_train_layer_flags_reach_the_checkpoint_and_bad_values_are_named(tmp_path, capsys):
     assert main(["train", "--language", "preset:2gram", "-L", "10", "--train-steps", "3", "--batch", "4",
-                 "--val-size", "8", "--hmm-states", "3", "--recurrent", "0", "--ngram", "3", "--table-lr", "5",
+                 "--num-val", "8", "--hmm-states", "3", "--recurrent", "0", "--ngram", "3", "--table-lr", "5",
                  "--out", str(tmp_path / "h"), "--no-progress"]) == 0
     summary = json.loads((tmp_path / "h" / "summary.json").read_text())
     model = summary["config"]["model"]

@@ -40,7 +40,7 @@ from mdmt.empirical.train import load_model
 torch.set_num_threads(1)
 
 # the smallest run of the tiny architecture, with every optional kind of weight switched on
-TRAIN = ["--language", "preset:2gram-ter", "-L", "8", "--train-steps", "2", "--batch", "4", "--val-size", "4",
+TRAIN = ["--language", "preset:2gram-ter", "-L", "8", "--train-steps", "2", "--batch", "4", "--num-val", "4",
          "--neighbours", "1", "--window", "2", "--hmm-states", "2", "--no-progress"]
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -205,7 +205,7 @@ def check_every_consumer(ckpt: Path, work: Path, capsys) -> dict:
         assert not [p for p in work.iterdir() if p.name.startswith(".")]  # no temporary or lock left
     status["sample"] = rc
 
-    rc, out, err, caught = _run(["evaluate", "--checkpoint", str(ckpt), "--steps", "2", "--num", "3", "--val-num", "2",
+    rc, out, err, caught = _run(["evaluate", "--checkpoint", str(ckpt), "--steps", "2", "--num", "3", "--num-val", "2",
                                  "--learning-error-num", "2", "--batch", "4", "--json"], capsys)
     _check_refusal(rc, err, caught, "evaluate", ckpt)
     if rc == 0:

@@ -276,7 +276,7 @@ def commands() -> dict:
                            JSON],
         # the commands that read a checkpoint, on real tiny ones (an MDM and an AR network of L = 8)
         "evaluate": [CHECKPOINT, opt("-L", [4, 8], BAD_INTS[:-2]), opt("--steps", ["2", "2,4"], ["0", "", "x", "-2"]),
-                     opt("--num", [1, 4], BAD_INTS[:-2]), opt("--val-num", [2, 4], BAD_INTS[:-2]),
+                     opt("--num", [1, 4], BAD_INTS[:-2]), opt("--num-val", [2, 4], BAD_INTS[:-2]),
                      opt("--learning-error-num", [0, 2], BAD_INTS[:-2]), opt("--batch", [1, 4], BAD_INTS[:-2]),
                      opt("--language", ["preset:2gram-ter"], ["preset:2gram", "interval:3", "preset:nope"]),
                      SCHEDULE, opt("--seed", [0, 1]), opt("--device", ["cpu"], ["cuda:7", "x"]), JSON],
@@ -343,7 +343,7 @@ def checkpoint_runs(tmp_path_factory):
     from mdmt.extras import has_torch
 
     if has_torch():
-        tiny = ["--language", "preset:2gram-ter", "-L", "8", "--train-steps", "2", "--batch", "4", "--val-size", "4",
+        tiny = ["--language", "preset:2gram-ter", "-L", "8", "--train-steps", "2", "--batch", "4", "--num-val", "4",
                 "--no-progress"]
         for kind, extra in (("mdm", []), ("ar", ["--ar"])):
             out = tmp_path_factory.mktemp("runs") / kind

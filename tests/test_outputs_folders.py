@@ -44,7 +44,7 @@ FOLDER_COMMANDS = {
                  "--ser-languages", "", "--steps", "2", "--lengths", "4", "--num", "4", "--no-progress"],
                 ("config.json", "figure1.csv", "figure1.json", "figure1.png", "figure1.md"), []),
     "train": (["train", "--language", "preset:2gram-ter", "--model", "tiny", "-L", "8", "--train-steps", "2",
-               "--batch", "4", "--val-size", "4", "--out", OUT, "--no-progress"],
+               "--batch", "4", "--num-val", "4", "--out", OUT, "--no-progress"],
               ("summary.json", "ckpt.pt.sha256"), ["--resume"]),
     "data": (["data", "--language", "preset:2gram", "-L", "4", "--num", "5", "--num-val", "3", "--out", OUT],
              ("train.npy", "val.npy", "manifest.json"), []),

@@ -28,7 +28,8 @@ def add_arguments(p):
     p.add_argument("--steps", "-N", default="16,64,256", metavar="N,N,...",
                    help="sampling steps N of the MDM, comma-separated (default 16,64,256)")
     add_num(p, 512, "samples per N")
-    p.add_argument("--val-num", type=integer, default=512, help="fresh sequences for the paired validation gap (default 512)")
+    p.add_argument("--num-val", type=integer, default=512,
+                   help="number of fresh validation sequences for the paired validation gap (default 512)")
     p.add_argument("--learning-error-num", type=integer, default=None,
                    help="sequences for the measured learning error of an MDM (default 256; 0: skip; not for an AR "
                         "checkpoint)")
@@ -76,7 +77,7 @@ def evaluate_network(model, lang, L: int, steps, *, schedule: str = "linear", nu
 def run(args) -> int:
     from .sample import load_network
 
-    for flag, v, least in (("--num", args.num, 1), ("--val-num", args.val_num, 2),
+    for flag, v, least in (("--num", args.num, 1), ("--num-val", args.num_val, 2),
                            ("--learning-error-num", args.learning_error_num, 0), ("--batch", args.batch, 1)):
         if v is not None:
             at_least(flag, v, least)
@@ -86,7 +87,7 @@ def run(args) -> int:
         raise ValueError(f"--learning-error-num {args.learning_error_num} measures the learning error of an MDM; it "
                          f"does not apply to the AR checkpoint {args.checkpoint}")
     le_num = 256 if args.learning_error_num is None else args.learning_error_num
-    res = evaluate_network(model, lang, L, steps, schedule=args.schedule, num=args.num, val_num=args.val_num,
+    res = evaluate_network(model, lang, L, steps, schedule=args.schedule, num=args.num, val_num=args.num_val,
                            learning_error_num=le_num, seed=args.seed, batch=args.batch)
     res = {"checkpoint": args.checkpoint, "language": spec, **res}
     if args.json:

@@ -63,7 +63,8 @@ def add_arguments(p):
                    help="random seed of initialization, data and noise (default 0)")
     p.add_argument("--ckpt-every", type=integer, default=None, metavar="K",
                    help="write the checkpoint every K steps (default: every train-steps/20)")
-    p.add_argument("--val-size", type=integer, default=None, help="validation sequences (default 256)")
+    p.add_argument("--num-val", type=integer, default=None,
+                   help="number of validation sequences for the paired validation gap (default 256)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--out", required=True, help="folder for ckpt.pt and summary.json")
     add_force(p)
@@ -92,7 +93,7 @@ def _config(args, language: str, length: int, lang, resumed):
     model = base.model.with_(**arch)  # ModelConfig names the valid values; a resume names the settings that differ
     changes = {k: v for k, v in (("train_steps", args.train_steps), ("batch", args.batch), ("lr", args.lr),
                                  ("estimator", args.estimator), ("seed", args.seed), ("ckpt_every", args.ckpt_every),
-                                 ("val_size", args.val_size), ("table_lr", args.table_lr)) if v is not None}
+                                 ("val_size", args.num_val), ("table_lr", args.table_lr)) if v is not None}
     if resumed is not None and args.language is not None:
         changes["language"] = language
     return base.with_(model=model, **changes)
@@ -193,7 +194,7 @@ def _run(args) -> int:
                                ("--neighbours", args.neighbours, 0), ("--window", args.window, 0),
                                ("--recurrent", args.recurrent, 0), ("--hmm-states", args.hmm_states, 0),
                                ("--ngram", args.ngram, 0),
-                               ("--val-size", args.val_size, 1)):
+                               ("--num-val", args.num_val, 1)):
         at_least(flag, value, least)
     if args.ar and args.learning_error_num:  # the learning error is a property of an MDM's denoiser q(x_i | x_U)
         raise ValueError(f"--learning-error-num {args.learning_error_num} measures the learning error of an MDM; it "
