@@ -177,7 +177,7 @@ def test_exact_sample_dependencies_curve(tmp_path, capsys):
     assert {"kl_nats", "ser"} <= ex.keys() and 0 < ex["ser"] < 1
     sm = run_json(capsys, ["sample", "--language", str(ce), "--length", "6", "--steps", "3", "--num", "3000"])
     assert sm["ser_ci"][0] <= ex["ser"] <= sm["ser_ci"][1]
-    assert sm["gen_perplexity"] is None and "infinite" in sm["note"]  # some samples left the support
+    assert sm["gen_perplexity"] == "inf" and "infinite" in sm["note"]  # some samples left the support: "inf", not null
     assert run_json(capsys, ["exact", "--language", "interval:3", "-L", "6", "-N", "3"]) == ex  # the same language
     dep = run_json(capsys, ["dependencies", "--n", "3", "--length", "256", "--steps", "16", "--schedule", "linear"])
     assert dep["expected_dependencies"] > 0 and len(dep["per_step"]) == 16
@@ -199,10 +199,14 @@ def test_malformed_language_file_is_one_error_line(tmp_path, capsys):
     assert status == 2 and "invalid key 'transition': transmat row 0 sums to 0.5" in err and err.count("\n") == 1
 
 
-def test_print_json_maps_non_finite_numbers_to_null(capsys):
-    print_json({"a": float("inf"), "b": np.float64("nan"), "c": np.arange(2), "d": np.bool_(True), 3: [-np.inf, 1.5]})
+def test_print_json_writes_infinities_apart_from_not_applicable(capsys):
+    """An infinity is the string "inf" (float() reads it back), NaN -- undefined or not applicable -- is null."""
+    print_json({"a": float("inf"), "b": np.float64("nan"), "c": np.arange(2), "d": np.bool_(True), 3: [-np.inf, 1.5],
+                "e": None})
     doc = json.loads(capsys.readouterr().out)
-    assert doc.pop("provenance")["commit"] and doc == {"a": None, "b": None, "c": [0, 1], "d": True, "3": [None, 1.5]}
+    assert doc.pop("provenance")["commit"]
+    assert doc == {"a": "inf", "b": None, "c": [0, 1], "d": True, "3": ["-inf", 1.5], "e": None}
+    assert float(doc["a"]) == math.inf and float(doc["3"][0]) == -math.inf
 
 
 def test_python_m_mdmt(tmp_path):

@@ -218,8 +218,12 @@ def at_least(flag: str, value, minimum: int = 1):
 
 # ----------------------------------------------------------------------------- output
 
+INFINITIES = {math.inf: "inf", -math.inf: "-inf"}
+
+
 def clean(obj):
-    """Make an object JSON-safe: numpy scalars/arrays to Python, inf/nan to None."""
+    """Make an object JSON-safe: numpy scalars/arrays to Python; an infinity to the string "inf" (or "-inf"), which
+    ``float()`` reads back; NaN -- undefined, or not applicable -- to null, so the two never look alike."""
     if isinstance(obj, dict):
         return {str(k): clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -232,7 +236,7 @@ def clean(obj):
         return int(obj)
     if isinstance(obj, (float, np.floating)):
         f = float(obj)
-        return f if math.isfinite(f) else None
+        return f if math.isfinite(f) else INFINITIES.get(f)
     return obj
 
 
