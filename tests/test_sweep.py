@@ -156,3 +156,28 @@ def test_an_atlas_of_several_instances_is_one_sweep(tmp_path, capsys):
     assert main(["atlas", "--language", "interval:2", "-L", "4", "-N", "2", "--processes", "iid", "--json"]) == 0
     single = json.loads(capsys.readouterr().out)
     assert "instances" not in single and single["rows"][0]["kl"] == outs[0]["instances"][1]["rows"][0]["kl"]
+
+
+def test_a_figure1_run_resumed_on_a_local_cluster_recomputes_only_what_is_missing(tmp_path):
+    """An oracle Figure 1 run, half of its points then deleted (an interrupted run), resumed with 2 Dask workers:
+    the same rows as the run in one process, and the points that were kept are not rewritten."""
+    import shutil
+
+    from mdmt.empirical.experiments import Figure1, Figure1Config
+
+    cfg = Figure1Config(kinds=("oracle",), ter_languages=("preset:2gram-ter",), ser_languages=("interval:2",),
+                        lengths=(8, 16), steps=(2, 8), length=8, num=32)
+    quiet = dict(progress=False, log=lambda *_: None)
+    first = Figure1(cfg, tmp_path / "a", **quiet).run()
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    points = sorted((tmp_path / "b" / "rows").glob("*.json"))
+    kept = {p: p.stat().st_mtime_ns for p in points[::2]}
+    for p in points[1::2]:
+        p.unlink()
+    resumed = Figure1(cfg, tmp_path / "b", jobs=2, **quiet).run()
+
+    def strip(rows):
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+
+    assert strip(resumed["rows"]) == strip(first["rows"]) and len(points) == 8
+    assert all(p.stat().st_mtime_ns == t for p, t in kept.items())
