@@ -11,6 +11,10 @@
 * :mod:`mdmt.empirical.experiments` Figure 1 as a resumable experiment;
 * provenance of every result: :mod:`mdmt.provenance`.
 
+Public names (loaded on first use, so that importing the package stays light): ``ModelConfig``,
+``TrainConfig``, ``load_run``, ``load_model``, ``sample_model``, ``Figure1``, ``Figure1Config``,
+``entropy_rate``, ``set_threads``; training is ``mdmt.train`` (``train`` here is the submodule).
+
 Importing this package does not import torch; the submodules do.  It sets ``OMP_WAIT_POLICY=PASSIVE``
 (unless set): numba's and torch's OpenMP worker threads otherwise spin after every parallel region,
 and between the small torch operations of a training step they take the CPU from it (a step of the
@@ -38,3 +42,14 @@ def set_threads(n: int, torch: bool = True) -> None:
         from ._torch import torch as _torch
 
         _torch.set_num_threads(n)
+
+
+from mdmt.lazy import lazy_exports  # noqa: E402
+
+__getattr__, __dir__, __all__ = lazy_exports(
+    "mdmt.empirical", globals(),
+    {"ModelConfig": "mdmt.empirical.model", "TrainConfig": "mdmt.empirical.run_config",
+     "load_run": "mdmt.empirical.train", "load_model": "mdmt.empirical.train",
+     "sample_model": "mdmt.empirical.sampling", "Figure1": "mdmt.empirical.experiments",
+     "Figure1Config": "mdmt.empirical.experiments", "entropy_rate": "mdmt.empirical.metrics"})
+__all__ = sorted([*__all__, "set_threads"])

@@ -30,13 +30,18 @@ Policies beyond i.i.d. reveal steps (docs/atlas.md, docs/adaptive.md)
     ``IntervalOracle``, ``information_quantities``, ``atlas``
 Theorem statements and the main job
     ``STATEMENTS`` (the sympy statements of Lemmas A.1-A.3, B.10/B.11 and Theorems 4.2-4.4), ``verify``
-Conjectured bounds (docs/claims.md)
-    ``parse_claim``, ``instance_quantities``, ``certify_claim``, ``refute`` (the seeded counterexample search)
+Conjectured bounds (docs/claims.md, docs/refute.md)
+    ``parse_claim``, ``instance_quantities``, ``certify_claim``, ``refute`` (the seeded counterexample search),
+    ``CONJECTURES`` (the catalogue of docs/refute.md)
+Curves
+    ``ter_curve``, ``ser_curve`` (the rows of ``mdmt curve ter|ser``)
+Sweeps (docs/cluster.md)
+    ``run_parts`` (independent parts in this process or on a Dask cluster)
+Networks (the ``empirical`` extra; more in :mod:`mdmt.empirical`)
+    ``train`` (an MDM or AR transformer on a language)
 """
 
 from __future__ import annotations
-
-import importlib
 
 __version__ = "0.1.0"
 
@@ -86,23 +91,13 @@ _API = {
     "parse_claim": "mdmt.bounds.claims",
     "instance_quantities": "mdmt.bounds.quantities",
     "certify_claim": "mdmt.bounds.certificate",
+    "ter_curve": "mdmt.bounds.curves",
+    "ser_curve": "mdmt.bounds.curves",
 }
-_RENAMED = {"STATEMENTS": ("mdmt.bounds.statements", "ALL"), "refute": ("mdmt.bounds.refute", "search")}
+_RENAMED = {"STATEMENTS": ("mdmt.bounds.statements", "ALL"), "refute": ("mdmt.bounds.refute", "search"),
+            "CONJECTURES": ("mdmt.bounds.conjectures", "CONJECTURES"), "run_parts": ("mdmt.sweep", "run_parts"),
+            "train": ("mdmt.empirical.train", "train")}
 
-__all__ = sorted([*_API, *_RENAMED])
+from .lazy import lazy_exports  # noqa: E402
 
-
-def __getattr__(name: str):
-    if name in _API:
-        value = getattr(importlib.import_module(_API[name]), name)
-    elif name in _RENAMED:
-        module, attr = _RENAMED[name]
-        value = getattr(importlib.import_module(module), attr)
-    else:
-        raise AttributeError(f"module 'mdmt' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__, __all__ = lazy_exports("mdmt", globals(), _API, _RENAMED)

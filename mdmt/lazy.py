@@ -1,0 +1,33 @@
+"""Names of a package loaded on first use: ``import mdmt`` (or ``mdmt.bounds``, ``mdmt.empirical``) stays cheap.
+
+:func:`lazy_exports` returns the ``__getattr__`` and ``__dir__`` of a package (PEP 562) and its ``__all__``:
+each public name maps to the module that defines it (or, renamed, to a module and an attribute), imported the
+first time the name is read and then kept in the package's namespace.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+
+def lazy_exports(package: str, namespace: dict, api: dict, renamed: dict | None = None):
+    """(``__getattr__``, ``__dir__``, ``__all__``) for ``package``: ``api`` maps a name to its module, ``renamed``
+    maps a name to (module, attribute)."""
+    renamed = dict(renamed or {})
+    names = sorted([*api, *renamed])
+
+    def __getattr__(name: str):
+        if name in api:
+            value = getattr(importlib.import_module(api[name]), name)
+        elif name in renamed:
+            module, attr = renamed[name]
+            value = getattr(importlib.import_module(module), attr)
+        else:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        namespace[name] = value
+        return value
+
+    def __dir__():
+        return sorted({*namespace, *names})
+
+    return __getattr__, __dir__, names
