@@ -33,6 +33,22 @@ GROUP_MAX_LENGTH = 1 << 13  # P_distinct by the grouped DP (O(L^2)) up to here; 
 MAX_STEPS = 1 << 62
 
 
+def check_ter_schedule(schedule) -> str:
+    """A schedule a TER curve can vary N with: ``warmstart`` (Theorem 4.2's, its first step revealing the fraction
+    eps), or any schedule SPEC of a name (``warmstart:FIRST``, ``linear``, ``cosine``, ``loglinear[:EPS]``);
+    explicit reveal probabilities fix N and are refused."""
+    if schedule in TER_SCHEDULES:
+        return schedule
+    from mdmt.constructions.reverse.schedules import parse_schedule
+
+    text = str(schedule).strip()
+    if "," in text or not text[:1].isalpha():
+        raise ValueError(f"schedule {schedule!r}: explicit reveal probabilities fix N; a TER curve varies N "
+                         "(use a name: warmstart[:FIRST], linear, cosine, loglinear[:EPS])")
+    parse_schedule(text)  # a ValueError names what is wrong
+    return text
+
+
 def _pi(schedule: str, N: int, eps: float) -> np.ndarray:
     """The schedule of a TER curve: warmstart reveals the fraction eps of Theorem 4.2 first."""
     return reveal_probabilities(WarmStart(first=eps) if schedule == "warmstart" else schedule, N)
@@ -81,8 +97,7 @@ def ter_curve(n: int, eps: float, lengths, V: int = 8, eps_learning: float = 0.0
     if not 0 < eps < 1:
         raise ValueError(f"eps must be in (0, 1), got {eps!r}")
     eps_learning = learning_error_value(eps_learning, "eps_learning")
-    if schedule not in TER_SCHEDULES:
-        raise ValueError(f"schedule must be one of {', '.join(TER_SCHEDULES)}, got {schedule!r}")
+    schedule = check_ter_schedule(schedule)
     lengths = [positive_int("length L", L) for L in lengths]
     if not lengths:
         raise ValueError("give at least one length L")

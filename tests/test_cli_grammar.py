@@ -151,3 +151,21 @@ def test_curve_ter_has_a_steps_grid_and_shows_theorem_42_on_its_default_one(caps
     assert [r["theorem42_bound"] for r in out["rows"] if r["N"] == n42] == [out["target"]]
     assert main(["curve", "ter", "--lengths", "256", "-N", "8,6000", "--json"]) == 0
     assert [r["N"] for r in json.loads(capsys.readouterr().out)["rows"]] == [8, 6000]
+
+
+def test_curve_ter_takes_the_schedule_grammar(capsys):
+    """warmstart:FIRST with FIRST = --eps is Theorem 4.2's warmstart (the same chain bounds); another schedule SPEC
+    gives its own curve; explicit reveal probabilities (which fix N) are refused in one line."""
+    import json
+
+    from mdmt.cli import main
+
+    def rows(*extra):
+        assert main(["curve", "ter", "--eps", "0.05", "--lengths", "256", "-N", "8,64", "--json", *extra]) == 0
+        return json.loads(capsys.readouterr().out)["rows"]
+
+    bare, spec = rows(), rows("--schedule", "warmstart:0.05")
+    assert [r["chain_bound"] for r in bare] == [r["chain_bound"] for r in spec]
+    assert [r["chain_bound"] for r in rows("--schedule", "loglinear")] != [r["chain_bound"] for r in bare]
+    assert main(["curve", "ter", "--schedule", "0.5,0.5"]) == 2
+    assert "explicit reveal probabilities fix N" in capsys.readouterr().err

@@ -16,8 +16,6 @@ def _outputs(p):
 
 
 def add_arguments(p):
-    from mdmt.defaults import TER_SCHEDULES
-
     sub = p.add_subparsers(dest="kind", metavar="ter|ser", parser_class=type(p))
     sub.required = True
     ter = sub.add_parser("ter", help="the (C4) chain bound on the TER gap against N, for several L (n-gram)",
@@ -30,8 +28,10 @@ def add_arguments(p):
     ter.add_argument("--steps", "-N", default=None, metavar="N,N,...",
                      help="sampling steps N of the curve, comma-separated (default 2, 4, ..., 4096 and the Theorem 4.2 "
                           "step count)")
-    ter.add_argument("--schedule", default="warmstart", choices=TER_SCHEDULES,
-                     help="schedule (default warmstart, whose first step reveals the fraction eps)")
+    ter.add_argument("--schedule", default="warmstart", metavar="SPEC",
+                     help="masking schedule: warmstart (Theorem 4.2's: the first step reveals the fraction --eps), "
+                          "warmstart[:FIRST], linear, cosine, loglinear[:EPS]; explicit reveal probabilities p1,p2,... "
+                          "fix N and make no curve (default warmstart)")
     ter.add_argument("--eps-learning", type=float, default=0.0, help="learning error eps_learning (default 0)")
     _outputs(ter)
     ser = sub.add_parser("ser", help="exact oracle SER on the interval HMM with the Theorem 4.3/4.4 bounds",
