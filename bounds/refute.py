@@ -497,9 +497,11 @@ def search(claim, family: str = "ngram:n=3,V=2", lengths=(5,), steps=(3,), proce
     budget = Budget.parse(budget)
     seed = int(seed) if seed is not None else 0
     shards = positive_int("shards", shards)
+    settings = {"lengths": lengths, "steps": steps, "processes": processes, "budget": budget.describe(),
+                "seed": seed}
     if shards > 1:
         return _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certify, progress, shards, jobs,
-                        scheduler)
+                        scheduler, settings)
     if budget.seconds is not None:  # compile each process's kernels before the clock starts (not counted)
         for process in processes:
             _margins(claim, fam.language([0] * fam.entries), min(lengths), min(steps), process, fam.interval)
@@ -528,13 +530,8 @@ def search(claim, family: str = "ngram:n=3,V=2", lengths=(5,), steps=(3,), proce
     finally:
         if budget.bar is not None:
             budget.bar.close()
-    verdict, cert, certify_start = "no violation found", None, budget.elapsed()
-    if best is not None and best.violates:  # within the tolerance: tight, not violated
-        verdict = "numeric violation"
-        if certify:
-            verdict, best, cert = _certify(claim, best, fam.interval)
-    settings = {"lengths": lengths, "steps": steps, "processes": processes, "budget": budget.describe(),
-                "seed": seed}
+    certify_start = budget.elapsed()
+    verdict, best, cert = _verdict(claim, best, certify, fam.interval)
     return RefuteResult(claim.text, verdict, best, cert, budget.used, budget.elapsed(), state.history, fam.spec,
                         dict(state.phases), settings, fam.interval, budget.elapsed() - certify_start,
                         state.first_violation)
@@ -554,7 +551,8 @@ def _shard(part) -> RefuteResult:
     return search(claim, fam, lengths, steps, processes, budget=budget, seed=seed, refine=refine, certify=False)
 
 
-def _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certify, progress, shards, jobs, scheduler):
+def _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certify, progress, shards, jobs, scheduler,
+             settings):
     from mdmt.sweep import run_parts
 
     if shards > MAX_SHARDS:
@@ -579,21 +577,26 @@ def _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certif
              if r.candidate is not None and math.isfinite(r.candidate.margin)]
     chosen = min(violating)[1] if violating else (min(tight)[1] if tight else None)
     best = results[chosen].candidate if chosen is not None else None
-    verdict, cert = "no violation found", None
     t_cert = time.perf_counter()
-    if best is not None and best.violates:
-        verdict = "numeric violation"
-        if certify:
-            verdict, best, cert = _certify(claim, best, fam.interval)
+    verdict, best, cert = _verdict(claim, best, certify, fam.interval)
     firsts = [{**r.first_violation, "shard": k} for k, r in enumerate(results) if r.first_violation]
     phases = {p: sum(r.phases.get(p, 0) for r in results) for p in ("explore", "refine", "shrink")}
-    settings = {"lengths": lengths, "steps": steps, "processes": processes, "budget": budget.describe(),
-                "seed": seed, "shards": shards}
+    settings = {**settings, "shards": shards}
     seconds = time.perf_counter() - t0
     return RefuteResult(claim.text, verdict, best, cert, sum(r.evaluations for r in results), seconds,
                         [m for r in results for m in r.history], fam.spec, phases, settings, fam.interval,
                         time.perf_counter() - t_cert,
                         min(firsts, key=lambda f: (f["evaluations"], f["shard"])) if firsts else None)
+
+
+def _verdict(claim: Claim, best: Candidate | None, certify: bool, interval: int | None):
+    """(verdict, candidate, certificate) of the instance a search ends with: no violation (none, or a margin within
+    ``NUMERIC_TOL`` of 0: tight), a numeric violation, or what :func:`_certify` establishes."""
+    if best is None or not best.violates:
+        return "no violation found", best, None
+    if not certify:
+        return "numeric violation", best, None
+    return _certify(claim, best, interval)
 
 
 def _certify(claim: Claim, best: Candidate, interval: int | None):

@@ -87,7 +87,7 @@ class Sweep:
         self.seconds: dict = {}  # index -> measured seconds of the part, in its worker
         self.workers = 1
 
-    def eta(self, running=()) -> float | None:
+    def eta(self) -> float | None:
         """Seconds left: the expected seconds of the unfinished parts, scaled by measured / expected of the finished
         ones, over the workers (None before any part has finished)."""
         done_cost = sum(self.costs[i] for i in self.seconds)
@@ -100,7 +100,7 @@ class Sweep:
     def _view(self, bar, running) -> None:
         if bar is None:
             return
-        eta = self.eta(running)
+        eta = self.eta()
         shown = ", ".join(self.labels[i] for i in running[:3]) + (" …" if len(running) > 3 else "")
         bar.set_postfix_str((f"running: {shown}" if shown else "") + (f"; ETA {eta / 60:.1f} min" if eta else ""))
         bar.refresh()
