@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
+from mdmt.constructions.languages.spec import canonical_spec, interval_misfit, language_from_spec
 from mdmt.constructions.outputs import OutputError, atomic_file, check_output_folder, make_folder, write_text
 from mdmt.constructions.resources import ResourceError, check_memory
 from mdmt.constructions.validation import DuplicateKeyError, json_loads_unique, positive_int, regular_file
@@ -39,8 +39,8 @@ FORMAT = 2
 
 def check_length(spec: str, length: int) -> None:
     """For ``interval:l``, L must be a multiple of l (the counterexample's intervals)."""
-    l = interval_length_of(spec)
-    if l is not None and length % l:
+    l = interval_misfit(spec, length)
+    if l is not None:
         raise ValueError(f"language {spec!r}: L = {length} is not a multiple of the interval length l = {l}")
 
 

@@ -87,3 +87,10 @@ def interval_length_of(spec: str) -> int | None:
     """l when the spec names the interval counterexample (``interval:l``), else None."""
     kind, args = _parse(spec)
     return args[0] if kind == "interval" else None
+
+
+def interval_misfit(spec: str, L: int) -> int | None:
+    """l when the spec names ``interval:l`` and L is not a multiple of l (the counterexample's sequences are whole
+    intervals), else None."""
+    l = interval_length_of(spec)
+    return l if l is not None and L % l else None

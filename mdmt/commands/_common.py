@@ -153,13 +153,13 @@ _SCHEDULE_BYTES_PER_STEP = 48  # the time grid, alpha on it, pi and their tempor
 def check_interval_multiple(spec, L: int, flag: str = "--length") -> None:
     """For ``interval:l``, L must be a multiple of l (Theorem 4.4's sequences are whole intervals): the error names
     the flag, L and the language."""
-    from mdmt.constructions.languages.spec import interval_length_of
+    from mdmt.constructions.languages.spec import interval_misfit
 
     try:
-        l = interval_length_of(str(spec).strip())
+        l = interval_misfit(str(spec).strip(), L)
     except ValueError:  # not a SPEC this grammar reads: its loader names it
         return
-    if l is not None and L % l:
+    if l is not None:
         near = " or ".join(str(v) for v in (L - L % l, L - L % l + l) if v >= l)
         raise ValueError(f"{flag} {L} is not a multiple of the interval length l = {l} of --language {spec} "
                          f"(use L = {near})")
