@@ -216,7 +216,7 @@ def kl_by_masked(model, lang, counts=COUNTS, num: int = 512, seed: int = 5) -> d
     tokens revealed); large m approach the marginal law.  Where the gap of a trained MDM sits.
     """
     rng = np.random.default_rng(seed)
-    X = lang.sample(num, L, seed=seed)
+    X = lang.sample_sequences(num, L, seed=seed)
     out = {}
     for m in counts:
         masked = rng.random(X.shape).argsort(axis=1) < m  # (num, L) exactly m masked per row

@@ -98,23 +98,23 @@ def main():
     results = []
     goals = []
     for L in [int(v) for v in args.lengths.split(",") if v]:  # --lengths '': the n-gram table alone
-        X = q.sample(args.num, L, seed=1)
-        q.score(X[:8]), q.posterior_marginals(X[:8]), q.in_support(X[:8])  # compile / load the numba cache
+        X = q.sample_sequences(args.num, L, seed=1)
+        q.log_likelihood(X[:8]), q.posterior_marginals(X[:8]), q.in_support(X[:8])  # compile / load the numba cache
         flops_fwd = 2.0 * L * S * S * args.num
         rows = {}
-        rows["mdmt score"] = (best_of(lambda: q.score(X), args.repeats), flops_fwd)
+        rows["mdmt score"] = (best_of(lambda: q.log_likelihood(X), args.repeats), flops_fwd)
         rows["mdmt posterior_marginals"] = (best_of(lambda: q.posterior_marginals(X), args.repeats), 2 * flops_fwd)
         rows["mdmt in_support"] = (best_of(lambda: q.in_support(X), args.repeats), None)
         numba.set_num_threads(1)
         try:
-            rows["mdmt score (1 thread)"] = (best_of(lambda: q.score(X), args.repeats), flops_fwd)
+            rows["mdmt score (1 thread)"] = (best_of(lambda: q.log_likelihood(X), args.repeats), flops_fwd)
         finally:
             numba.set_num_threads(threads)
 
         m = max(1, int(round(args.num * args.hmmlearn_fraction)))
         scale = args.num / m
         Xc, lengths = X[:m].reshape(-1, 1), [L] * m
-        ours = float(q.score(X[:m]).sum())
+        ours = float(q.log_likelihood(X[:m]).sum())
         agreement = {}
         for impl in ("scaling", "log"):
             model = to_hmmlearn(q)
@@ -181,14 +181,14 @@ def ngram_comparison(args) -> list[dict]:
         pr = PRESETS[base]
         q = random_ngram(pr.n, int(vocab) if vocab else pr.vocab_size, pr.temperature, pr.threshold, seed=0)
         h = q.to_hmm()
-        X = q.sample(args.num, L, seed=1)
+        X = q.sample_sequences(args.num, L, seed=1)
         M = X.copy()
         M[np.random.default_rng(2).random(M.shape) < 0.5] = MASK
-        work = [("score", lambda lang: lang.score(X)), ("score, half masked", lambda lang: lang.score(M)),
+        work = [("score", lambda lang: lang.log_likelihood(X)), ("score, half masked", lambda lang: lang.log_likelihood(M)),
                 ("in_support", lambda lang: lang.in_support(X)),
                 ("in_support, half masked", lambda lang: lang.in_support(M)),
                 ("posterior_marginals, half masked", lambda lang: lang.posterior_marginals(M[: max(1, args.num // 10)])),
-                ("sample", lambda lang: lang.sample(args.num, L, seed=3))]
+                ("sample", lambda lang: lang.sample_sequences(args.num, L, seed=3))]
         for routine, f in work:
             a, b = f(q), f(h)  # warm up (numba) and compare
             if a.dtype.kind == "f":

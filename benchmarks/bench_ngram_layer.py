@@ -41,7 +41,7 @@ def main():
     layer = NgramLayer(4, lang.n_symbols, causal=False)
     with torch.no_grad():
         layer.logits.copy_(torch.randn(layer.logits.shape, generator=torch.Generator().manual_seed(0)))
-    x = torch.as_tensor(lang.sample(64, 64, seed=1))
+    x = torch.as_tensor(lang.sample_sequences(64, 64, seed=1))
     _, mask = harmonic_noise(64, 64, torch.Generator().manual_seed(2))
     ids = torch.where(mask, torch.full_like(x, lang.n_symbols), x)
     paths = {"compiled": layer.forward, "tensor": layer._mdm_torch}

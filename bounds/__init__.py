@@ -2,6 +2,8 @@
 dependency counts, every link of the proofs as a check (``mdmt verify``), and bound curves.
 
 Public names (loaded on first use): ``ter_curve``, ``ser_curve`` (the curves of ``mdmt curve``),
+``atlas_sweep`` (``mdmt atlas`` over several instances), ``ser_study``, ``ter_study`` (``mdmt adaptive
+ser|ter``) -- each returns a :class:`mdmt.results.Result` with ``.to_frame()``, ``.to_csv()`` and ``.plot()`` --
 ``parse_claim``, ``instance_quantities``, ``certify_claim``, ``CONJECTURES``, ``STATEMENTS`` (the sympy
 statements).  ``atlas``, ``verify`` and ``refute`` are submodules here; their functions are ``mdmt.atlas``,
 ``mdmt.verify`` and ``mdmt.refute``.
@@ -11,7 +13,8 @@ from mdmt.lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(
     "mdmt.bounds", globals(),
-    {"ter_curve": "mdmt.bounds.curves", "ser_curve": "mdmt.bounds.curves", "parse_claim": "mdmt.bounds.claims",
+    {"ter_curve": "mdmt.bounds.curves", "ser_curve": "mdmt.bounds.curves", "atlas_sweep": "mdmt.bounds.atlas",
+     "ser_study": "mdmt.bounds.adaptive", "ter_study": "mdmt.bounds.adaptive", "parse_claim": "mdmt.bounds.claims",
      "instance_quantities": "mdmt.bounds.quantities", "certify_claim": "mdmt.bounds.certificate",
      "CONJECTURES": "mdmt.bounds.conjectures"},
     {"STATEMENTS": ("mdmt.bounds.statements", "ALL")})

@@ -26,6 +26,8 @@ mean NFE over their parameter grids.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from mdmt.constructions.confidence import mean_interval
 from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, oracle_ser_linear
 from mdmt.constructions.reverse.interval_policies import fixed_order_ser, pattern_run
@@ -35,6 +37,7 @@ from mdmt.constructions.reverse.schedules import expected_nfe
 from mdmt.constructions.validation import positive_int
 
 from mdmt.defaults import SER_POLICIES, TER_POLICIES  # noqa: F401  (the studies' defaults, defined once)
+from mdmt.results import Result
 
 from .interval_bounds import ser_lower_bound
 
@@ -214,3 +217,61 @@ def study_part_cost(part) -> float:
     tries = len(THRESHOLD_GRID if spec.startswith("threshold") else GAMMA_GRID) if not needs_steps(spec) else \
         max(1, max_steps(spec, L)).bit_length()
     return float(L) * L * num * tries
+
+
+def _study_results(parts, jobs, scheduler, progress, desc) -> list:
+    """The parts' results in part order, computed in this process or on Dask (:func:`mdmt.sweep.run_parts`)."""
+    from mdmt.sweep import run_parts
+
+    results: list = [None] * len(parts)
+    for k, r in run_parts(study_part, parts, jobs=jobs, scheduler=scheduler, desc=desc, progress=progress,
+                          costs=[study_part_cost(p) for p in parts]):
+        results[k] = r
+    return results
+
+
+def ser_steps_grid(curve_length: int) -> list[int]:
+    """The N of the SER-against-N curves at length L: 1..60 where N <= L, and 2L, 4L, ..., 64L."""
+    return sorted({N for N in (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 40, 60) if N <= curve_length}
+                  | {curve_length * c for c in (2, 4, 8, 16, 32, 64)})
+
+
+def ser_study(interval_lengths: Iterable[int], intervals: Iterable[int], policies: Iterable[str], *,
+              target: float = 0.1, curve_length: int = 60, num: int = 2000, seed: int = 0, jobs: int = 1,
+              scheduler: str | None = None, progress: bool = False) -> Result:
+    """The SER study of ``mdmt adaptive ser`` (Theorem 4.4 beyond i.i.d. reveal steps, module docstring).
+
+    For each interval length l: every policy's oracle SER against N at ``curve_length`` (table ``curves``),
+    and for each number of intervals K the smallest N whose SER is at most ``target`` at L = K l (table
+    ``min_steps``).  Each curve and each search is a part of :func:`mdmt.sweep.run_parts`.  A
+    :class:`mdmt.results.Result` (``.to_frame("min_steps")``, ``.plot()``).
+    """
+    ls = [positive_int("interval length l", l, minimum=2) for l in interval_lengths]
+    Ks = [positive_int("number of intervals K", K) for K in intervals]
+    specs = [str(p) for p in policies]
+    Lc = positive_int("curve length", curve_length)
+    bad = [l for l in ls if Lc % l]
+    if bad:
+        raise ValueError(f"curve length {Lc} is not a multiple of the interval length {bad[0]}")
+    steps = ser_steps_grid(Lc)
+    curve_parts = [("ser curve", l, Lc, tuple(specs), tuple(steps), num, seed) for l in ls]
+    min_parts = [("ser min", l, K * l, spec, target, num, seed) for l in ls for K in Ks for spec in specs]
+    results = _study_results(curve_parts + min_parts, jobs, scheduler, progress, "adaptive ser parts")
+    curves = [row for r in results[:len(curve_parts)] for row in r]
+    mins = [{"l": p[1], "L": p[2], "policy": p[3], **r} for p, r in zip(min_parts, results[len(curve_parts):])]
+    return Result({"target": target, "curve_length": Lc, "curves": curves, "min_steps": mins},
+                  tables=("curves", "min_steps"), figure="adaptive_ser_figure")
+
+
+def ter_study(language: str, lengths: Iterable[int], policies: Iterable[str], *, target: float = 0.05,
+              num: int = 256, seed: int = 0, jobs: int = 1, scheduler: str | None = None,
+              progress: bool = False) -> Result:
+    """The TER study of ``mdmt adaptive ter`` on the language SPEC ``language``: for each L and policy the
+    smallest N (threshold / entropy-sum: the smallest mean NFE over their parameter grid) whose Monte Carlo
+    bound on KL/L meets ``target`` (:func:`min_steps_ter`), one part each; a :class:`mdmt.results.Result` whose
+    table ``rows`` has language, L, policy, steps, parameter, kl_per_token, ci, nfe."""
+    Ls = [positive_int("length L", L) for L in lengths]
+    parts = [("ter min", str(language), L, str(p), target, num, seed) for L in Ls for p in policies]
+    rows = [{"language": str(language), "L": part[2], "policy": part[3], **r}
+            for part, r in zip(parts, _study_results(parts, jobs, scheduler, progress, "adaptive ter parts"))]
+    return Result({"language": str(language), "target": target, "rows": rows}, figure="adaptive_ter_figure")

@@ -32,6 +32,7 @@ code path tested against the trajectory enumeration.
 from __future__ import annotations
 
 import math
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -47,6 +48,7 @@ from mdmt.constructions.reverse.tables import build_tables, denoiser_table
 from mdmt.constructions.validation import positive_int
 
 from mdmt.defaults import ATLAS_PROCESSES
+from mdmt.results import Result
 
 from .dependencies import dependencies_for_assignment, expected_dependencies
 from .statements import CHAIN_BOUND
@@ -161,8 +163,9 @@ def process_law(language, L: int, policy, tables, table, n: int | None) -> dict:
             "E_D": None if n is None else expected_dependencies_from_patterns(n, L, tf["pattern_law"])}
 
 
-def atlas(language, L: int, N: int, processes: str = DEFAULT_PROCESSES, denoiser=None) -> dict:
-    """The atlas of one instance (module docstring): ``instance`` (H, TC, DTC, sum_i I, the profile) and ``rows``."""
+def atlas(language, L: int, N: int, processes: str = DEFAULT_PROCESSES, denoiser=None) -> Result:
+    """The atlas of one instance (module docstring): ``instance`` (H, TC, DTC, sum_i I, the profile) and ``rows``
+    (one per process); a :class:`mdmt.results.Result` (``.to_frame()``, ``.to_csv()``, ``.plot()``)."""
     L = positive_int("L", L)
     N = positive_int("number of steps N", N)
     policies = policy_list(processes, N)
@@ -201,7 +204,7 @@ def atlas(language, L: int, N: int, processes: str = DEFAULT_PROCESSES, denoiser
     instance = {"length": L, "steps": N, "vocab_size": V, "ngram_order": n, "entropy": info["entropy"],
                 "total_correlation": TC, "dual_total_correlation": DTC, "sum_mutual_information": sumI,
                 "profile": profile, "oracle": denoiser is None}
-    return {"instance": instance, "rows": rows}
+    return Result({"instance": instance, "rows": rows}, figure="atlas_figure")
 
 
 def atlas_part(part) -> dict:
@@ -212,6 +215,36 @@ def atlas_part(part) -> dict:
     res = atlas(language_from_spec(spec), L, N, processes)
     res["instance"]["language"] = spec
     return res
+
+
+SWEEP_KEYS = ("language", "L", "N")  # the columns an atlas of several instances puts in front of each row
+
+
+def sweep_rows(result: Mapping) -> list[dict]:
+    """Every row of an atlas sweep (``{"instances": [...]}``) with its language, L and N in front (atlas.csv)."""
+    return [{"language": r["instance"]["language"], "L": r["instance"]["length"], "N": r["instance"]["steps"]} | row
+            for r in result["instances"] for row in r["rows"]]
+
+
+def atlas_sweep(languages: Iterable[str], lengths: Iterable[int], steps: Iterable[int],
+                processes: str = DEFAULT_PROCESSES, *, jobs: int = 1, scheduler: str | None = None,
+                progress: bool = False) -> Result:
+    """The atlas of every instance (language SPEC, L, N) of ``languages`` x ``lengths`` x ``steps``, each a part of
+    :func:`mdmt.sweep.run_parts` (in this process, or on ``jobs`` Dask workers / the cluster at ``scheduler``).
+
+    A :class:`mdmt.results.Result` ``{"instances": [atlas results]}`` in that order; its table ``rows`` is
+    every instance's rows with ``language``, ``L`` and ``N`` in front, and ``.plot()`` draws a panel per instance.
+    """
+    from mdmt.sweep import run_parts
+
+    parts = [(str(spec), int(L), int(N), processes) for spec in languages for L in lengths for N in steps]
+    if not parts:
+        raise ValueError("atlas_sweep: give at least one language, length and step count")
+    results: list = [None] * len(parts)
+    for k, res in run_parts(atlas_part, parts, jobs=jobs, scheduler=scheduler, desc="atlas instances",
+                            progress=progress, costs=[atlas_part_cost(p) for p in parts]):
+        results[k] = res
+    return Result({"instances": results}, figure="atlas_figure", derived={"rows": sweep_rows})
 
 
 def atlas_part_cost(part) -> float:

@@ -17,6 +17,7 @@ so N = 10 L^2 at L = 10^6 is answered in milliseconds.
 from __future__ import annotations
 
 import math
+from typing import Iterable
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from mdmt.constructions.reverse.interval_closed_forms import MAX_INTERVAL, learn
 from mdmt.constructions.reverse.schedules import WarmStart, as_pi, p_distinct, reveal_probabilities
 from mdmt.constructions.validation import positive_int
 from mdmt.defaults import TER_SCHEDULES
+from mdmt.results import Result
 
 from .dependencies import chain_bound, check_dependency_work
 from .statements import THEOREM_42, THEOREM_43, THEOREM_44_BOUND, theorem_42_steps, theorem_44_constant
@@ -85,9 +87,11 @@ def min_steps_ter(n: int, L: int, V: int, eps: float, eps_learning: float = 0.0,
     return hi
 
 
-def ter_curve(n: int, eps: float, lengths, V: int = 8, eps_learning: float = 0.0, schedule: str = "warmstart",
-              steps=None) -> dict:
-    """Rows (L, N, chain bound, Theorem 4.2 explicit bound) and the minimal N for each L."""
+def ter_curve(n: int, eps: float, lengths: Iterable[int], V: int = 8, eps_learning: float = 0.0,
+              schedule: str = "warmstart", steps: Iterable[int] | None = None) -> Result:
+    """Rows (L, N, the (C4) chain bound on KL/L, Theorem 4.2's explicit bound) for an n-gram over V symbols,
+    the target eps_learning + 4 eps log V, the smallest N meeting it for each L (``min_steps``) and Theorem
+    4.2's step count; a :class:`mdmt.results.Result` (``.to_frame()``, ``.to_csv()``, ``.plot()``)."""
     n = positive_int("n-gram order n", n, minimum=2)
     V = positive_int("vocabulary size |V|", V, minimum=2)
     try:
@@ -114,8 +118,9 @@ def ter_curve(n: int, eps: float, lengths, V: int = 8, eps_learning: float = 0.0
             rows.append({"L": L, "N": N, "chain_bound": ter_chain_bound(n, L, N, V, eps, eps_learning, schedule),
                          "theorem42_bound": target if (N >= n42 and schedule == "warmstart") else math.inf})
     minimal = {int(L): min_steps_ter(n, L, V, eps, eps_learning, schedule) for L in lengths}
-    return {"n": n, "eps": eps, "vocab": V, "eps_learning": eps_learning, "schedule": schedule, "target": target,
-            "theorem42_steps": n42, "min_steps": minimal, "rows": rows}
+    return Result({"n": n, "eps": eps, "vocab": V, "eps_learning": eps_learning, "schedule": schedule,
+                   "target": target, "theorem42_steps": n42, "min_steps": minimal, "rows": rows},
+                  figure="curve_ter_figure")
 
 
 def _linear_groups(N: int):
@@ -166,8 +171,10 @@ def critical_c(l: int, L: int) -> tuple[float, int]:
     return lo / L, lo
 
 
-def ser_curve(l: int, L: int, eps_learning: float = 1 / 128, steps=None) -> dict:
-    """Rows (N, exact oracle SER, Theorem 4.4 lower bound at eps_learning, Theorem 4.3 upper bound for the oracle)."""
+def ser_curve(l: int, L: int, eps_learning: float = 1 / 128, steps: Iterable[int] | None = None) -> Result:
+    """Rows (N, C = N/L, exact oracle SER, Theorem 4.4 lower bound at eps_learning, Theorem 4.3 upper bound for the
+    oracle) on the interval HMM of interval length l at length L, with the critical C (largest N/L with oracle
+    SER > 1/2) and Theorem 4.4's constant C_0; a :class:`mdmt.results.Result` (``.to_frame()``, ``.plot()``)."""
     l = positive_int("interval length l", l, minimum=2)
     if l > MAX_INTERVAL:
         raise ValueError(f"interval length l = {l}: the exact interval closed forms cost O(l^2 log N) per point; "
@@ -188,5 +195,6 @@ def ser_curve(l: int, L: int, eps_learning: float = 1 / 128, steps=None) -> dict
                      "theorem43_upper": THEOREM_43.evaluate(P_distinct=p_distinct_linear(N, L), L=L,
                                                             epsilon_learning=0.0)})
     c, n_star = critical_c(l, L)
-    return {"interval_length": l, "L": L, "eps_learning": eps_learning, "critical_c": c, "critical_steps": n_star,
-            "theorem44_constant": theorem_44_constant(l, eps_learning), "rows": rows}
+    return Result({"interval_length": l, "L": L, "eps_learning": eps_learning, "critical_c": c,
+                   "critical_steps": n_star, "theorem44_constant": theorem_44_constant(l, eps_learning), "rows": rows},
+                  figure="curve_ser_figure")

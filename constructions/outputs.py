@@ -334,10 +334,17 @@ def csv_header_is(path, header: list[str]) -> bool:
 PNG_SOFTWARE = "mdmt"
 
 
-def save_figure(fig, path, software: str, **savefig) -> Path:
-    """A matplotlib figure as a PNG, atomically, tagged ``Software: mdmt <software>`` (see :func:`png_written_by`)."""
+def save_figure(fig, path, software: str, format: str = "png", **savefig) -> Path:
+    """A matplotlib figure as a PNG, PDF or SVG file, atomically, tagged as written by ``mdmt <software>``
+    (PNG: a ``Software`` text chunk; PDF and SVG: the ``Creator`` field; see :func:`figure_written_by`).
+    Vector files carry no creation date, so the same figure gives the same bytes."""
+    tag = f"{PNG_SOFTWARE} {software}"
+    metadata = {"png": {"Software": tag}, "pdf": {"Creator": tag, "Producer": tag, "CreationDate": None},
+                "svg": {"Creator": tag, "Date": None}}
+    if format not in metadata:
+        raise ValueError(f"figure format {format!r}: expected one of {', '.join(metadata)}")
     with atomic_file(path, "wb", encoding=None) as fh:
-        fig.savefig(fh, format="png", metadata={"Software": f"{PNG_SOFTWARE} {software}"}, **savefig)
+        fig.savefig(fh, format=format, metadata=metadata[format], **savefig)
     return Path(path)
 
 
@@ -346,6 +353,25 @@ def png_written_by(path, software: str) -> bool:
     with open(path, "rb") as fh:
         head = fh.read(1 << 16)
     return head.startswith(b"\x89PNG") and f"Software\x00{PNG_SOFTWARE} {software}".encode() in head
+
+
+FIGURE_LIMIT = 64 << 20  # bytes: a larger PDF or SVG file is not read to find out whether mdmt wrote it
+
+
+def figure_written_by(path, software: str) -> bool:
+    """Whether ``path`` is a figure (PNG, PDF or SVG, by its suffix) that :func:`save_figure` wrote for
+    ``software``: a ``same`` test for :func:`check_output_file`."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".png":
+        return png_written_by(path, software)
+    if suffix not in (".pdf", ".svg") or not path.is_file() or path.stat().st_size > FIGURE_LIMIT:
+        return False
+    data = path.read_bytes()
+    tag = f"{PNG_SOFTWARE} {software}".encode()
+    if suffix == ".pdf":
+        return data.startswith(b"%PDF") and b"/Creator (" + tag + b")" in data
+    return b"<svg" in data[:4096] and b"<dc:title>" + tag + b"</dc:title>" in data
 
 
 def csv_header_starts(path, columns) -> bool:

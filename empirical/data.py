@@ -77,8 +77,8 @@ def generate(spec: DataSpec, language=None) -> tuple[np.ndarray, np.ndarray]:
                  _PEAK_BYTES_PER_TOKEN * (spec.num_train + spec.num_val) * spec.length, "use fewer or shorter sequences")
     lang = spec.build_language() if language is None else language
     s_train, s_val = np.random.SeedSequence(spec.seed).spawn(2)
-    train = lang.sample(spec.num_train, spec.length, np.random.default_rng(s_train))
-    val = lang.sample(spec.num_val, spec.length, np.random.default_rng(s_val))
+    train = lang.sample_sequences(spec.num_train, spec.length, np.random.default_rng(s_train))
+    val = lang.sample_sequences(spec.num_val, spec.length, np.random.default_rng(s_val))
     return np.asarray(train, dtype=np.int64), np.asarray(val, dtype=np.int64)
 
 

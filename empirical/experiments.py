@@ -51,16 +51,17 @@ from pathlib import Path
 import numpy as np
 
 from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
-from mdmt.constructions.outputs import save_figure, write_csv, write_text
+from mdmt.constructions.outputs import write_csv, write_text
 from mdmt.constructions.validation import positive_int, seed_of
+from mdmt.defaults import SER_TARGET, TER_TARGET  # the targets of Figure 1's third row, defined once
 
 from .data import check_length
 
 KINDS = ("oracle", "mdm", "ar")
 DEFAULT_STEPS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 DEFAULT_LENGTHS = (64, 128, 256, 512)
-TER_TARGET = 0.05  # nats/token: the TER gap a sampler must reach
-SER_TARGET = 0.1
+FIGURES = {"figure1": "the TER-gap view (mdmt.plots.figure1_figure)",
+           "figure1_paper": "the paper's axes (mdmt.plots.figure1_paper_figure)"}
 
 #: Per model preset: samples per point, sequences for the learning error, validation sequences of training.
 SCALES = {
@@ -244,8 +245,14 @@ class Figure1:
     """A Figure 1 run in folder ``out`` (see the module docstring); :meth:`run` does all that is missing."""
 
     def __init__(self, cfg: Figure1Config, out: str | os.PathLike, *, device=None, progress: bool = True,
-                 log=print, provenance: dict | None = None, jobs: int = 1, scheduler: str | None = None):
+                 log=print, provenance: dict | None = None, jobs: int = 1, scheduler: str | None = None,
+                 figure_format: str = "png"):
+        from mdmt.plots import FORMATS
         from mdmt.sweep import scheduler_address
+
+        if figure_format not in FORMATS:
+            raise ValueError(f"figure_format {figure_format!r}: expected one of {', '.join(FORMATS)}")
+        self.figure_format = figure_format
 
         self.cfg, self.out, self.progress, self.log = cfg, Path(out), progress, log
         self.jobs = positive_int("jobs", jobs)
@@ -491,19 +498,25 @@ class Figure1:
         return out
 
     def assemble(self) -> dict:
-        """Write figure1.csv, figure1.png and figure1.json from the points present."""
+        """Write figure1.csv, figure1.json and the figures (figure1.png: the TER-gap view, :func:`mdmt.plots.figure1_figure`;
+        figure1_paper.png: the paper's axes, :func:`mdmt.plots.figure1_paper_figure`; or .pdf / .svg, by
+        ``figure_format``) from the points present."""
         rows = self.rows()
         targets = steps_to_target(rows, self.cfg.schedule)
         if rows:
             write_csv(self.out / "figure1.csv", list(dict.fromkeys(k for r in rows for k in r)),
                       [{k: ("" if v is None else v) for k, v in r.items()} for r in rows])
-            plot_figure1(rows, targets, self.out / "figure1.png", model=self.cfg.model, length=self.cfg.length)
         prov = _read_json(self.out / "figure1.json") or {}
         runs = prov.get("provenance", [])
         if self.provenance is not None:
             runs = runs + [self.provenance]
         result = {"config": self.cfg.to_dict(), "summaries": self.summaries(), "targets": targets, "rows": rows,
                   "provenance": runs}
+        if rows:
+            from mdmt.plots import figure1_figure, figure1_paper_figure, save
+
+            for name, draw in (("figure1", figure1_figure), ("figure1_paper", figure1_paper_figure)):
+                save(draw(result), self.out / f"{name}.{self.figure_format}", name)
         _write_json(self.out / "figure1.json", result)
         return result
 
@@ -645,143 +658,6 @@ def steps_to_target(rows: list[dict], schedule: str) -> list[dict]:
             rec["exact_N"], rec["exact_what"] = exact_smallest_steps(language, role, L, schedule)
         out.append(rec)
     return out
-
-
-# ---------------------------------------------------------------------- the figure
-
-def _short(spec: str) -> str:
-    return spec.replace("preset:", "").rsplit(":0", 1)[0] if spec.startswith("preset:") else spec
-
-
-def _log2_axis(ax, values) -> None:
-    """A base-2 log axis whose ticks are the swept values, written as plain integers."""
-    from matplotlib.ticker import FixedLocator, NullLocator
-
-    ax.set_xscale("log", base=2)
-    ticks = sorted(set(values))
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([str(t) for t in ticks], rotation=45 if len(ticks) > 6 else 0, fontsize=8)
-
-
-def plot_figure1(rows: list[dict], targets: list[dict], path, *, model: str = "tiny", length: int = 64) -> None:
-    """Row 1: TER gap vs N per TER language; row 2: SER vs N per SER language; row 3: smallest N reaching the target vs L.
-
-    Oracle curves at every length (one colour per L), the trained MDM at its training length
-    (black markers) and the AR model at N = L (star); exact values dotted, bounds dashed.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
-
-    ter = list(dict.fromkeys(r["language"] for r in rows if r["role"] == "ter"))
-    ser = list(dict.fromkeys(r["language"] for r in rows if r["role"] == "ser"))
-    lengths = sorted({r["L"] for r in rows if r["kind"] == "oracle"})
-    cmap = plt.get_cmap("viridis")
-    colour = {L: cmap(0.1 + 0.75 * i / max(1, len(lengths) - 1)) for i, L in enumerate(lengths)}
-    cols = max(len(ter), len(ser), 2)
-    fig, axes = plt.subplots(3, cols, figsize=(4.8 * cols, 12.5), squeeze=False)
-    handles = {}
-
-    def keep(ax):
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(lab, h)
-
-    for row_i, (names, role) in enumerate(((ter, "ter"), (ser, "ser"))):
-        key, target = _metric(role)
-        for j in range(cols):
-            ax = axes[row_i, j]
-            if j >= len(names):
-                ax.axis("off")
-                continue
-            name = names[j]
-            rs = [r for r in rows if r["language"] == name]
-            for L in lengths:
-                pts = sorted((r for r in rs if r["kind"] == "oracle" and r["L"] == L and math.isfinite(r[key])),
-                             key=lambda r: r["N"])
-                if not pts:
-                    continue
-                x, y = [r["N"] for r in pts], np.array([r[key] for r in pts])
-                err = np.array([[r[key] - r[key + "_lo"] for r in pts], [r[key + "_hi"] - r[key] for r in pts]])
-                ax.errorbar(x, y, yerr=np.maximum(err, 0), color=colour[L], marker="o", ms=3, lw=1.2, capsize=2,
-                            label=f"oracle MDM, L = {L}")
-                ex = [(r["N"], r["ser_exact_oracle"]) for r in pts if r.get("ser_exact_oracle") is not None]
-                if ex:
-                    ax.plot(*zip(*ex), color=colour[L], ls=":", lw=2.2, alpha=0.9,
-                            label="exact oracle SER 1 - ρ^(L/l)")
-            mdm = sorted((r for r in rs if r["kind"] == "mdm" and math.isfinite(r[key])), key=lambda r: r["N"])
-            if mdm:
-                err = np.array([[r[key] - r[key + "_lo"] for r in mdm], [r[key + "_hi"] - r[key] for r in mdm]])
-                ax.errorbar([r["N"] for r in mdm], [r[key] for r in mdm], yerr=np.maximum(err, 0), color="k",
-                            marker="s", ms=4, lw=1.0, ls="--", capsize=2, label=f"trained MDM, L = {mdm[0]['L']}")
-                lb = [(r["N"], r["ser_lower_bound"]) for r in mdm if r.get("ser_lower_bound") is not None]
-                if lb:
-                    ax.plot(*zip(*lb), color="tab:red", ls="--", lw=1,
-                            label="Thm 4.4 at the trained MDM's measured max ε (estimate)")
-            for r in rs:
-                if r["kind"] == "ar" and math.isfinite(r[key]):
-                    ax.errorbar([r["N"]], [r[key]], yerr=[[max(r[key] - r[key + "_lo"], 0)], [max(r[key + "_hi"] - r[key], 0)]],
-                                color="tab:red", marker="*", ms=11, ls="none", label=f"AR (KV cache), N = L = {r['L']}")
-            ax.axhline(target, color="0.4", lw=0.8, ls="-.", label=f"target ({'TER gap' if role == 'ter' else 'SER'} "
-                                                                   f"= {target:g})")
-            if role == "ter":
-                ax.axhline(0.0, color="0.6", lw=0.6)
-                ax.set_ylabel("TER gap: ln(gen. perplexity) − H/L  [nats/token]")
-                ax.set_title(f"{_short(name)}: TER gap of samples vs steps N", fontsize=10)
-            else:
-                ax.set_ylabel("sequence error rate (SER)")
-                ax.set_ylim(-0.03, 1.03)
-                ax.set_title(f"{_short(name)}: SER of samples vs steps N", fontsize=10)
-                if all(r["ser"] == 0 for r in rs):
-                    ax.text(0.5, 0.5, "SER = 0 at every point:\nevery sample lies in the support",
-                            transform=ax.transAxes, ha="center", va="center", fontsize=9,
-                            bbox=dict(facecolor="white", edgecolor="0.6"))
-            _log2_axis(ax, [r["N"] for r in rs])
-            ax.set_xlabel("sampling steps N")
-            ax.grid(alpha=0.3)
-            keep(ax)
-
-    # row 3: smallest N reaching the target, against L
-    for j, role in enumerate(("ter", "ser")):
-        ax = axes[2, j]
-        recs = [t for t in targets if t["role"] == role and t["kind"] == "oracle"]
-        names = list(dict.fromkeys(t["language"] for t in recs))
-        markers = "osD^v<>"
-        for k, name in enumerate(names):
-            rs = sorted((t for t in recs if t["language"] == name), key=lambda t: t["L"])
-            got = [(t["L"], t["smallest_N"]) for t in rs if t["smallest_N"] is not None]
-            if got:
-                ax.plot(*zip(*got), marker=markers[k % len(markers)], lw=1.4, color=f"C{k}",
-                        label=f"{_short(name)}: Monte Carlo (swept N)")
-            miss = [(t["L"], t["largest_N_swept"]) for t in rs if t["smallest_N"] is None]
-            if miss:
-                ax.scatter(*zip(*miss), marker="^", color=f"C{k}", s=40, facecolors="none",
-                           label=f"{_short(name)}: not reached by N = {miss[0][1]}")
-            ex = [(t["L"], t["exact_N"]) for t in rs if t.get("exact_N") is not None]
-            if ex:
-                ax.plot(*zip(*ex), ls=":" if role == "ser" else "--", lw=2, color=f"C{k}",
-                        label=f"{_short(name)}: {rs[0]['exact_what']}")
-        _log2_axis(ax, [t["L"] for t in recs] or [64])
-        ax.set_yscale("log", base=2)
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_xlabel("sequence length L")
-        ax.set_ylabel("smallest N reaching the target")
-        ax.set_title(("oracle MDM: steps to TER gap ≤ 0.05 nats/token" if role == "ter"
-                      else "oracle MDM: steps to SER ≤ 0.1"), fontsize=10)
-        ax.grid(alpha=0.3, which="both")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="upper left")
-    for j in range(2, cols):
-        axes[2, j].axis("off")
-    fig.legend(list(handles.values()), list(handles), loc="upper center", ncol=4, fontsize=8, frameon=False,
-               bbox_to_anchor=(0.5, 1.0))
-    fig.suptitle(f"Figure 1 (mdmt): TER gap and SER against sampling steps N; oracle MDM at every L, "
-                 f"{model} networks trained at L = {length}", y=1.03, fontsize=12)
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
-    save_figure(fig, path, "figure1", dpi=110, bbox_inches="tight")
-    plt.close(fig)
 
 
 # ---------------------------------------------------------------------- tables

@@ -25,8 +25,8 @@ def entropy_rate(language, L: int, num: int = 4000, seed=0) -> dict:
     if hasattr(language, "sequence_entropy"):
         h = float(language.sequence_entropy(L)) / L
         return {"value": h, "ci": [h, h], "exact": True}
-    x = language.sample(num, L, as_rng(seed))
-    m, lo, hi = mean_interval(-language.score(x) / L)
+    x = language.sample_sequences(num, L, as_rng(seed))
+    m, lo, hi = mean_interval(-language.log_likelihood(x) / L)
     return {"value": m, "ci": [lo, hi], "exact": False, "num": num}
 
 
@@ -35,7 +35,7 @@ def ar_kl(language, model_nll_fn, L: int, num: int = 256, seed=0) -> dict:
 
     ``model_nll_fn(x) -> -ln p_AR(x)`` per sequence (nats), e.g. :func:`mdmt.empirical.sampling.ar_sequence_nll`.
     """
-    x = language.sample(num, L, as_rng(seed))
-    vals = (language.score(x) + np.asarray(model_nll_fn(x), dtype=np.float64)) / L
+    x = language.sample_sequences(num, L, as_rng(seed))
+    vals = (language.log_likelihood(x) + np.asarray(model_nll_fn(x), dtype=np.float64)) / L
     m, lo, hi = mean_interval(vals)
     return {"mean": m, "ci": [lo, hi], "num": num}

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._torch import F, nn, torch
-from .ngram_kernels import ngram_backward, ngram_forward
+from .ngram_kernels import ngram_backward_recompute, ngram_posterior
 
 MAX_NGRAM_ROWS = 1 << 16  # (V + 1)^(n - 1) contexts: one forward step is a (B, contexts, V) product
 
@@ -104,18 +104,23 @@ class NgramLayer(nn.Module):
 
 
 class _CompiledPosterior(torch.autograd.Function):
-    """The MDM's posterior on the CPU by the compiled kernels of mdmt.empirical.ngram_kernels (float64 inside)."""
+    """The MDM's posterior on the CPU by the compiled kernels of mdmt.empirical.ngram_kernels (float64 inside).
+
+    The forward keeps only the table and the ids; the backward recomputes each sequence's recursion just
+    before its share of the gradient (:func:`~mdmt.empirical.ngram_kernels.ngram_backward_recompute`), the same
+    numbers as keeping the (B, T, R, V) arrays of :func:`~mdmt.empirical.ngram_kernels.ngram_forward`.
+    """
 
     @staticmethod
     def forward(ctx, P, ids, V, k):
         Pn = P.detach().double().numpy()
         idn = ids.detach().numpy().astype(np.int64)
-        out, *saved = ngram_forward(Pn, idn, V, k)
-        ctx.saved = (Pn, idn, V, k, *saved)
+        ctx.saved = (Pn, idn, V, k)
         ctx.dtype = P.dtype
-        return torch.from_numpy(out).to(P.dtype)
+        return torch.from_numpy(ngram_posterior(Pn, idn, V, k)).to(P.dtype)
 
     @staticmethod
     def backward(ctx, grad):
-        gP = ngram_backward(grad.detach().double().numpy(), *ctx.saved)
+        Pn, idn, V, k = ctx.saved
+        gP = ngram_backward_recompute(grad.detach().double().numpy(), Pn, idn, V, k)
         return torch.from_numpy(gP).to(ctx.dtype), None, None, None

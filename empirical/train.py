@@ -146,7 +146,7 @@ class _Dist:
 def batch_at(language, seed: int, step: int, batch: int, L: int) -> np.ndarray:
     """The training sequences of a step: int64 (batch, L), a function of (seed, step) only."""
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1, int(step)]))
-    return np.asarray(language.sample(batch, L, rng), dtype=np.int64)
+    return np.asarray(language.sample_sequences(batch, L, rng), dtype=np.int64)
 
 
 def data_rows_at(n: int, seed: int, step: int, batch: int) -> np.ndarray:
@@ -429,10 +429,10 @@ def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_pa
     H = entropy_rate(language, L, seed=seed_of(cfg.seed, 5) % (2**32))["value"]
     if data is None:
         val_rng = np.random.default_rng(np.random.SeedSequence([int(cfg.seed), 3]))
-        val_np = np.asarray(language.sample(cfg.val_size, L, val_rng), dtype=np.int64)
+        val_np = np.asarray(language.sample_sequences(cfg.val_size, L, val_rng), dtype=np.int64)
     else:
         val_np = data[1]
-    exact = -language.score(val_np) / L  # (n,) exact -ln q(x)/L of the validation sequences
+    exact = -language.log_likelihood(val_np) / L  # (n,) exact -ln q(x)/L of the validation sequences
     val = torch.as_tensor(val_np)
 
     def evaluate(final: bool) -> dict:

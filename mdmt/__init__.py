@@ -33,8 +33,11 @@ Theorem statements and the main job
 Conjectured bounds (docs/claims.md, docs/refute.md)
     ``parse_claim``, ``instance_quantities``, ``certify_claim``, ``refute`` (the seeded counterexample search),
     ``CONJECTURES`` (the catalogue of docs/refute.md)
-Curves
-    ``ter_curve``, ``ser_curve`` (the rows of ``mdmt curve ter|ser``)
+Curves, studies and their figures
+    ``ter_curve``, ``ser_curve`` (``mdmt curve ter|ser``), ``atlas`` and ``atlas_sweep`` (``mdmt atlas``),
+    ``ser_study``, ``ter_study`` (``mdmt adaptive ser|ter``): each returns a ``Result`` -- the dict ``--json``
+    prints, with ``.to_frame()``, ``.to_csv()``, ``.column()`` and ``.plot()`` (the command's figure, drawn by
+    :mod:`mdmt.plots`, which holds every figure mdmt draws)
 Sweeps (docs/cluster.md)
     ``run_parts`` (independent parts in this process or on a Dask cluster)
 Networks (the ``empirical`` extra; more in :mod:`mdmt.empirical`)
@@ -93,6 +96,10 @@ _API = {
     "certify_claim": "mdmt.bounds.certificate",
     "ter_curve": "mdmt.bounds.curves",
     "ser_curve": "mdmt.bounds.curves",
+    "atlas_sweep": "mdmt.bounds.atlas",
+    "ser_study": "mdmt.bounds.adaptive",
+    "ter_study": "mdmt.bounds.adaptive",
+    "Result": "mdmt.results",
 }
 _RENAMED = {"STATEMENTS": ("mdmt.bounds.statements", "ALL"), "refute": ("mdmt.bounds.refute", "search"),
             "CONJECTURES": ("mdmt.bounds.conjectures", "CONJECTURES"), "run_parts": ("mdmt.sweep", "run_parts"),

@@ -24,3 +24,6 @@ SER_POLICIES = ("iid,uniform,confidence,margin,entropy,threshold:0.5,threshold:0
 
 #: The policies of the TER study (``mdmt adaptive ter``) by default, before the swept threshold and entropy-sum.
 TER_POLICIES = "iid,uniform,random:tc,confidence,margin,entropy,stride,blocks"
+
+TER_TARGET = 0.05  # nats/token: the TER gap a sampler must reach in Figure 1's third row (mdmt figure1)
+SER_TARGET = 0.1  # the SER a sampler must reach there

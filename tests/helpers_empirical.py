@@ -47,7 +47,7 @@ def masked_layer_laws(lang, law, num, length, fracs, seed=0):
     from mdmt.constructions.validation import MASK
 
     rng = np.random.default_rng(seed)
-    X = lang.sample(num, length, rng)
+    X = lang.sample_sequences(num, length, rng)
     for frac in fracs:
         Xm = np.where(rng.random(X.shape) < frac, MASK, X)
         with torch.no_grad():

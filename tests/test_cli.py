@@ -87,7 +87,7 @@ def test_score_table_json_and_mixed_lengths(tmp_path, capsys):
     main(["language", "--kind", "ngram", "--n", "2", "--vocab", "4", "--temperature", "1.0", "--threshold", "0.2",
           "--seed", "1", "--out", str(lang_file)])
     capsys.readouterr()
-    good = lang.sample(3, 7, seed=0)
+    good = lang.sample_sequences(3, 7, seed=0)
     X = np.random.default_rng(0).integers(0, 4, size=(40, 5))
     outside = X[~lang.in_support(X)][:2]
     assert len(outside) == 2
@@ -100,14 +100,14 @@ def test_score_table_json_and_mixed_lengths(tmp_path, capsys):
     for r, x in zip(res, rows):
         assert set(r) == {"log_likelihood", "in_support"}
         if r["in_support"]:
-            assert r["log_likelihood"] == pytest.approx(float(lang.score(np.array(x))[0]), rel=1e-12)
+            assert r["log_likelihood"] == pytest.approx(float(lang.log_likelihood(np.array(x))[0]), rel=1e-12)
         else:
             assert r["log_likelihood"] is None
     status, text, _ = run(capsys, ["score", "--language", str(lang_file), "--sequences", str(seqs)])
     lines = text.strip().splitlines()
     assert status == 0 and len(lines) == 2 + 5 + 1 and "log_likelihood" in lines[0] and "-inf" in lines[3]
     # the summary: 3 of 5 in the support; their mean log-likelihood per sequence and per token (lengths 7, 1, 7)
-    inside = [float(lang.score(np.array(x))[0]) for x in (rows[0], rows[2], rows[3])]
+    inside = [float(lang.log_likelihood(np.array(x))[0]) for x in (rows[0], rows[2], rows[3])]
     assert lines[-1].startswith("5 sequences (L = 1..7): 3 in the support (0.6; error rate 0.4); their mean "
                                 f"log-likelihood {np.mean(inside):.6g} nats, {sum(inside) / 15:.6g} nats per token")
 
@@ -116,7 +116,7 @@ def test_score_counterexample_closed_form(tmp_path, capsys):
     ce = tmp_path / "ce.json"
     main(["counterexample", "-l", "4", "--out", str(ce)])
     capsys.readouterr()
-    x = interval_hmm(4).sample(2, 8, seed=3)
+    x = interval_hmm(4).sample_sequences(2, 8, seed=3)
     res = run_json(capsys, ["score", "--language", str(ce), "--sequences", str(write_sequences(tmp_path / "s", x))])
     # uniform on 2^(2 * 6) consistent sequences
     assert [r["log_likelihood"] for r in res] == pytest.approx([-12 * math.log(2)] * 2, rel=1e-12)
@@ -233,7 +233,7 @@ def test_sample_out_is_read_back_by_score(tmp_path, capsys):
     capsys.readouterr()
     res = run_json(capsys, ["score", "--language", "preset:2gram-ter", "--sequences", str(out)])
     X = np.loadtxt(out, dtype=np.int64)
-    assert [r["log_likelihood"] for r in res] == pytest.approx(preset("2gram-ter").score(X).tolist(), rel=1e-12)
+    assert [r["log_likelihood"] for r in res] == pytest.approx(preset("2gram-ter").log_likelihood(X).tolist(), rel=1e-12)
 
 
 def test_error_lines_are_one_line():

@@ -34,7 +34,7 @@ def _reference(lang, L, pi, den):
     """p_N and E_tau KL by enumerating every assignment, with q from scores and p from forward-backward."""
     X = all_sequences(lang.n_symbols, L)
     with np.errstate(divide="ignore"):
-        q = np.exp(lang.score(X))
+        q = np.exp(lang.log_likelihood(X))
     denoise = den if den is not None else oracle_denoiser(lang)
     pN, ekl = sampler_law_by_assignments(q, X, pi, lambda partial: denoise(partial[None])[0])
     return q, pN, ekl

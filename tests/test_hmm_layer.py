@@ -56,18 +56,18 @@ def test_ar_layer_with_the_language_parameters_is_the_exact_next_token_law(spec)
     """The causal layer's law at position t is q(x_t | x_<t): its log-probabilities along x sum to log q(x)."""
     lang = language_from_spec(spec)
     layer = _layer_of(lang, causal=True)
-    X = lang.sample(16, 40, np.random.default_rng(1))
+    X = lang.sample_sequences(16, 40, np.random.default_rng(1))
     with torch.no_grad():
         logp, _, _ = layer(ar_input(torch.as_tensor(X), lang.n_symbols))
     got = logp.gather(-1, torch.as_tensor(X)[..., None]).squeeze(-1).sum(1).numpy()
-    assert np.allclose(got, lang.score(X), rtol=0, atol=1e-10)
+    assert np.allclose(got, lang.log_likelihood(X), rtol=0, atol=1e-10)
 
 
 def test_long_sequences_do_not_underflow():
     """Renormalised messages: L = 4096 gives finite laws (unscaled products of 4096 probabilities underflow)."""
     lang = language_from_spec("preset:3gram-ter")
     layer = _layer_of(lang, causal=False).float()
-    X = lang.sample(2, 4096, np.random.default_rng(2))
+    X = lang.sample_sequences(2, 4096, np.random.default_rng(2))
     Xm = np.where(np.random.default_rng(3).random(X.shape) < 0.3, MASK, X)
     with torch.no_grad():
         logp, _, _ = layer(torch.as_tensor(np.where(Xm == MASK, lang.n_symbols, Xm)))

@@ -56,7 +56,7 @@ def test_hmm_sparse_prunes_emissions_and_transitions_and_has_a_strict_support(se
     # the support (decided exactly, by reachability) is a small part of V^16
     x = np.random.default_rng(seed).integers(0, 8, (4000, 16))
     assert q.in_support(x).mean() < 0.15
-    assert q.in_support(q.sample(500, 16, seed=1)).all()
+    assert q.in_support(q.sample_sequences(500, 16, seed=1)).all()
 
 
 def test_hmm_sparse_oracle_ser_falls_with_the_number_of_steps():

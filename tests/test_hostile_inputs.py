@@ -219,7 +219,7 @@ def test_the_npz_extension_is_read_in_any_case(worker, tmp_path, command, name):
     lang = load_language(tmp_path / name)
     (tmp_path / "s.txt").write_text("0 1 2\n")
     res = accepted(worker, tmp_path, "score", "--language", name, "--sequences", "s.txt", "--json")
-    want = lang.score(np.array([[0, 1, 2]]))[0]
+    want = lang.log_likelihood(np.array([[0, 1, 2]]))[0]
     got = json.loads(res["out"])["rows"][0]["log_likelihood"]
     assert (got is None and not np.isfinite(want)) or math.isclose(got, want)
 
@@ -504,7 +504,7 @@ def test_the_languages_score_every_integer_dtype_or_refuse_it_naming_value_and_p
     lang = LANGUAGES[name]
     X = data.draw(int_token_arrays(lang.n_symbols))
     want = expected_error(X, lang.n_symbols, allow_mask=True)
-    functions = {"score": lang.score, "in_support": lang.in_support,
+    functions = {"log_likelihood": lang.log_likelihood, "in_support": lang.in_support,
                  "posterior_marginals": lambda x: lang.posterior_marginals(x, off_support="uniform")}
     for fname, f in functions.items():
         if want is None:  # valid: scored exactly as the same tokens in int64
@@ -519,7 +519,7 @@ def test_the_languages_score_every_integer_dtype_or_refuse_it_naming_value_and_p
 def test_the_languages_check_each_limit_of_each_dtype(name):
     lang = LANGUAGES[name]
     V = lang.n_symbols
-    functions = (lang.score, lang.in_support, lambda x: lang.posterior_marginals(x, off_support="uniform"))
+    functions = (lang.log_likelihood, lang.in_support, lambda x: lang.posterior_marginals(x, off_support="uniform"))
     for dtype in INT_DTYPES:
         for v in limits(dtype, V):
             X = np.array([[0, 1, 0], [1, 0, v]], dtype=dtype)
@@ -552,10 +552,10 @@ def test_floats_and_booleans_are_tokens_only_when_they_are_integers_in_the_vocab
     lang = LANGUAGES[name]
     want = expected_error(X, lang.n_symbols, allow_mask=True)
     if want is None:
-        _same(lang.score, X, _as_python_ints(X))
+        _same(lang.log_likelihood, X, _as_python_ints(X))
         _same(lang.in_support, X, _as_python_ints(X))
     else:
-        for f in (lang.score, lang.in_support, lang.posterior_marginals):
+        for f in (lang.log_likelihood, lang.in_support, lang.posterior_marginals):
             with pytest.raises(ValueError) as exc:
                 f(X)
             assert str(exc.value).startswith(want), (str(exc.value), want)
@@ -593,7 +593,7 @@ def test_mdmt_score_scores_valid_tokens_of_any_dtype_exactly(worker, tmp_path, d
     np.save(tmp_path / "x.npy", X)
     res = accepted(worker, tmp_path, "score", "--language", "preset:2gram", "--sequences", "x.npy", "--json")
     rows = json.loads(res["out"])["rows"]
-    want = lang.score(X.astype(np.int64))
+    want = lang.log_likelihood(X.astype(np.int64))
     for r, w, s in zip(rows, want, lang.in_support(X.astype(np.int64))):
         assert r["in_support"] == bool(s)
         assert (r["log_likelihood"] is None) if not s else math.isclose(r["log_likelihood"], w)

@@ -62,7 +62,7 @@ def test_leave_one_out_conditionals_equal_brute_force():
     L = 5
     X = all_sequences(3, L)
     q = hmm_joint(h.startprob_, h.transmat_, h.emissionprob_, L)
-    rows = h.sample(20, L, seed=1)
+    rows = h.sample_sequences(20, L, seed=1)
     got = leave_one_out_log_conditionals(h, rows)
     for r, x in enumerate(rows):
         np.testing.assert_allclose(got[r], leave_one_out_by_enumeration(X, q, x), atol=1e-12)
@@ -70,7 +70,7 @@ def test_leave_one_out_conditionals_equal_brute_force():
 
 def test_leave_one_out_on_sparse_hmm_and_bad_input():
     h = interval_hmm(4)  # 72 hidden states with sparse transitions (the scipy.sparse path)
-    x = h.sample(5, 8, seed=0)
+    x = h.sample_sequences(5, 8, seed=0)
     np.testing.assert_allclose(leave_one_out_log_conditionals(h, x), 0.0, atol=1e-12)  # every token is determined
     bad = x.copy()
     bad[0, 1] ^= 1

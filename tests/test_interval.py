@@ -34,7 +34,7 @@ def test_support_is_exactly_the_pair_consistent_sequences_with_the_uniform_law(l
     # size 2^(K l(l-1)/2): one free fair bit per pair, K l(l-1)/2 pairs
     K = L // l
     assert consistent.sum() == support_size(L, l) == 2 ** (K * l * (l - 1) // 2)
-    scores = hmm.score(X)
+    scores = hmm.log_likelihood(X)
     np.testing.assert_allclose(scores[consistent], -math.log(support_size(L, l)), rtol=1e-12)
     assert np.all(scores[~consistent] == -np.inf)
 
@@ -63,7 +63,7 @@ def test_state_counts_and_determinism_of_emissions():
 def test_l5_decode_and_pair_consistency_agree_with_the_hmm_support(seed):
     hmm = interval_hmm(5)
     rng = np.random.default_rng(seed)
-    X = hmm.sample(40, 20, seed=rng)
+    X = hmm.sample_sequences(40, 20, seed=rng)
     # flip 0, 1 or 2 random bits of random tokens; flipping bit k of the token at a breaks the pair (a, partner_k)
     Y = X.copy()
     flips = rng.integers(0, 3, size=len(Y))
@@ -75,12 +75,12 @@ def test_l5_decode_and_pair_consistency_agree_with_the_hmm_support(seed):
     np.testing.assert_array_equal(pair_consistent(Y, 5), direct)
     np.testing.assert_array_equal(hmm.in_support(Y), direct)
     assert direct[:40][flips == 0].all()
-    np.testing.assert_allclose(hmm.score(Y[direct]), -4 * 10 * math.log(2), rtol=1e-12)
+    np.testing.assert_allclose(hmm.log_likelihood(Y[direct]), -4 * 10 * math.log(2), rtol=1e-12)
 
 
 def test_samples_are_in_the_support_with_fair_independent_bits():
     hmm = interval_hmm(5)
-    X = hmm.sample(4000, 10, seed=0)
+    X = hmm.sample_sequences(4000, 10, seed=0)
     assert pair_consistent(X, 5).all() and hmm.in_support(X).all()
     # Bits of the pairs (0,1) and (2,4) of the first interval: fair and independent.  With 4000 draws the
     # frequency of each of the 4 combinations is 1/4 +- 5 standard errors (sqrt(3/16/4000) ~ 0.0068).

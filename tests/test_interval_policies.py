@@ -24,7 +24,7 @@ H3 = interval_hmm(3)
 def test_interval_oracle_equals_the_generic_posterior(l):
     h = interval_hmm(l)
     rng = np.random.default_rng(l)
-    x = h.sample(150, 2 * l, rng)
+    x = h.sample_sequences(150, 2 * l, rng)
     X = np.where(rng.random(x.shape) < 0.5, x, -1)
     flip = rng.random(150) < 0.3  # some contexts outside the support
     X[flip, 0] = rng.integers(0, 2 ** (l - 1), flip.sum())

@@ -171,10 +171,52 @@ def test_hmmlearn_conversion_preserves_the_law(make):
     pytest.importorskip("hmmlearn", reason="hmmlearn (peer) not installed")
     lang = make()
     model = to_hmmlearn(lang)
-    X = lang.sample(6, 30, seed=0)
-    np.testing.assert_allclose(hmmlearn_scores(model, X), lang.score(X), rtol=1e-10)
+    X = lang.sample_sequences(6, 30, seed=0)
+    np.testing.assert_allclose(hmmlearn_scores(model, X), lang.log_likelihood(X), rtol=1e-10)
     back = from_hmmlearn(model)
     assert back == (lang if isinstance(lang, HMM) else lang.to_hmm())
+
+
+def test_the_names_hmm_shares_with_hmmlearn_mean_what_they_mean_there():
+    """The correspondence: HMM.score(X, lengths) is hmmlearn's total log-likelihood of concatenated sequences;
+    HMM.sample(n, random_state) returns (X (n, 1), Z (n,)) as hmmlearn's does; the batch forms are
+    log_likelihood (one value per row) and sample_sequences (n, L)."""
+    pytest.importorskip("hmmlearn", reason="hmmlearn (peer) not installed")
+    lang = random_hmm(5, 4, 2.0, 0.05, seed=2)
+    model = to_hmmlearn(lang)
+    X = lang.sample_sequences(3, 9, seed=1)
+    lengths = [9, 9, 9]
+    flat = X.reshape(-1, 1)
+    assert lang.score(flat, lengths) == pytest.approx(model.score(flat, lengths), rel=1e-10)
+    assert lang.score(flat, lengths) == pytest.approx(lang.log_likelihood(X).sum(), rel=1e-12)
+    assert lang.score(X[0].reshape(-1, 1)) == pytest.approx(model.score(X[0].reshape(-1, 1)), rel=1e-10)
+    x, z = lang.sample(50, random_state=3)
+    hx, hz = model.sample(50, random_state=3)
+    assert x.shape == hx.shape == (50, 1) and z.shape == hz.shape == (50,)
+    assert x.dtype.kind == z.dtype.kind == "i"
+    # every (state, symbol) and (state, next state) the draw shows is possible under the law
+    assert (lang.emissionprob_[z, x[:, 0]] > 0).all() and (lang.transmat_[z[:-1], z[1:]] > 0).all()
+    assert lang.startprob_[z[0]] > 0
+    x2, z2 = lang.sample(50, random_state=3)
+    assert np.array_equal(x, x2) and np.array_equal(z, z2)  # deterministic given the seed
+    with pytest.raises(ValueError, match="lengths sum to 10"):
+        lang.score(flat, [5, 5])
+    with pytest.raises(ValueError, match="log_likelihood"):
+        lang.score(X)  # an (n, L) batch is the other method's input
+
+
+def test_hmm_sample_draws_the_hmm_law():
+    """The hidden-state sampler of HMM.sample against the exact law: the symbol frequencies at position 0..2 of
+    4000 draws of length 3 match the exact marginals (chi-square, p > 1e-4 for a correct sampler)."""
+    from scipy.stats import chisquare
+
+    lang = random_hmm(3, 3, 1.0, 0.0, seed=5)
+    draws = np.array([lang.sample(3, random_state=s)[0][:, 0] for s in range(4000)])
+    codes = draws @ np.array([9, 3, 1])
+    grid = np.array([[a, b, c] for a in range(3) for b in range(3) for c in range(3)])
+    expected = np.exp(lang.log_likelihood(grid)) * len(draws)
+    observed = np.bincount(codes, minlength=27)
+    assert chisquare(observed, expected).pvalue > 1e-4
 
 
 def test_from_hmmlearn_validates():

@@ -41,8 +41,8 @@ def _table_of(lang, order: int) -> np.ndarray:
         if V in tokens or (starts and starts != list(range(len(starts)))):
             continue
         if starts and len(tokens) < n - 1:
-            prefix = lang.score(np.array([tokens]))[0] if tokens else 0.0
-            table[row] = np.exp([lang.score(np.array([tokens + [d]]))[0] - prefix for d in range(V)])
+            prefix = lang.log_likelihood(np.array([tokens]))[0] if tokens else 0.0
+            table[row] = np.exp([lang.log_likelihood(np.array([tokens + [d]]))[0] - prefix for d in range(V)])
         else:
             last = tokens[-(n - 1):]
             table[row] = lang.transition_[sum(c * V ** (n - 2 - i) for i, c in enumerate(last))]
@@ -78,12 +78,12 @@ def test_ar_layer_with_the_language_table_is_the_exact_next_token_law(spec, orde
     """The causal layer's log-probabilities along x sum to log q(x) (the language's scaled forward pass)."""
     lang = language_from_spec(spec)
     layer = _layer_of(lang, order, causal=True)
-    X = lang.sample(16, 21, np.random.default_rng(1))
+    X = lang.sample_sequences(16, 21, np.random.default_rng(1))
     with torch.no_grad():
         logp = layer(ar_input(torch.as_tensor(X), lang.n_symbols))
         tail = layer(ar_input(torch.as_tensor(X), lang.n_symbols), start=9)  # decoding with a history
     got = logp.gather(-1, torch.as_tensor(X)[..., None]).squeeze(-1).sum(1).numpy()
-    assert np.allclose(got, lang.score(X), rtol=0, atol=1e-10)
+    assert np.allclose(got, lang.log_likelihood(X), rtol=0, atol=1e-10)
     assert torch.equal(tail, logp[:, 9:])
 
 
@@ -91,7 +91,7 @@ def test_long_sequences_do_not_underflow():
     """Renormalised messages: L = 4096 in float32 gives finite laws that match the exact posterior."""
     lang = language_from_spec("preset:4gram-ter")
     layer = _layer_of(lang, 4, causal=False).float()
-    X = lang.sample(2, 4096, np.random.default_rng(2))
+    X = lang.sample_sequences(2, 4096, np.random.default_rng(2))
     Xm = np.where(np.random.default_rng(3).random(X.shape) < 0.6, MASK, X)
     with torch.no_grad():
         logp = layer(_ids(Xm, lang.n_symbols))
@@ -170,3 +170,25 @@ def test_a_row_the_table_excludes_gives_nan_on_both_paths():
     for run in (layer, layer._mdm_torch):
         out = run(ids)
         assert torch.isnan(out[0, 2]).all() and torch.isfinite(out[1, 2]).all()
+
+
+@pytest.mark.parametrize("V, k", [(2, 1), (3, 2), (8, 3), (4, 3)])
+def test_the_row_at_a_time_kernels_give_the_stored_array_kernels_numbers_bit_for_bit(V, k):
+    """ngram_posterior (forward alone) and ngram_backward_recompute (the gradient recomputing each row) are what
+    the layer runs; ngram_forward / ngram_backward (every row's arrays kept) are the reference: equal bit for bit,
+    NaN and -inf included, on tables with zeros and half-masked inputs."""
+    from mdmt.empirical.ngram_kernels import ngram_backward, ngram_backward_recompute, ngram_forward, ngram_posterior
+
+    rng = np.random.default_rng(V * 10 + k)
+    S = (V + 1) ** k
+    P = rng.dirichlet(np.ones(V), size=S)
+    P[rng.random((S, V)) < 0.25] = 0.0
+    P[P.sum(1) == 0, 0] = 1.0
+    P /= P.sum(1, keepdims=True)
+    ids = rng.integers(0, V, (12, 17))
+    ids[rng.random(ids.shape) < 0.5] = V
+    stored = ngram_forward(P, ids, V, k)
+    assert np.array_equal(ngram_posterior(P, ids, V, k), stored[0], equal_nan=True)
+    G = rng.normal(size=stored[0].shape)
+    assert np.array_equal(ngram_backward_recompute(G, P, ids, V, k), ngram_backward(G, P, ids, V, k, *stored[1:]),
+                          equal_nan=True)

@@ -40,7 +40,7 @@ def run(worker, folder, *argv):
 
 # ----------------------------------------------------------------------------- item 1: zero-length input
 def test_zero_length_input_does_not_crash_the_interpreter():
-    """HMM.score([]) and (n, 0) batches used to read past the end in numba (a segfault): run them in a child."""
+    """HMM.log_likelihood([]) and (n, 0) batches used to read past the end in numba (a segfault): run them in a child."""
     code = textwrap.dedent("""
         import dataclasses, numpy as np
         from mdmt.constructions.languages import interval_hmm, preset, inference, ngram_inference
@@ -49,9 +49,9 @@ def test_zero_length_input_does_not_crash_the_interpreter():
             q = preset(name)
             for n in (0, 1, 5):
                 E = np.zeros((n, 0), dtype=np.int64)
-                out[f"{name} {n}"] = [q.score(E).tolist(), q.in_support(E).tolist(),
+                out[f"{name} {n}"] = [q.log_likelihood(E).tolist(), q.in_support(E).tolist(),
                                       list(q.posterior_marginals(E).shape), list(q(E).shape)]
-            out[f"{name} []"] = [q.score([]).tolist(), q.in_support([]).tolist()]
+            out[f"{name} []"] = [q.log_likelihood([]).tolist(), q.in_support([]).tolist()]
         h = interval_hmm(3)._kernel_params  # 16 states: dense kernels; force the sparse ones too
         for p in (h, dataclasses.replace(h, sparse=True)):
             E = np.zeros((2, 0), dtype=np.int64)
@@ -85,12 +85,12 @@ def test_an_ngram_mdmt_writes_it_can_score(worker, tmp_path):
     """A 4-gram over 32 symbols (its HMM form: 48 GiB) is written, read and scored from its tables."""
     result, res = run(worker, tmp_path, "language", "--kind", "ngram", "--n", "4", "--vocab", "32", "--out", "g.npz")
     assert result == OK, res["err"]
-    x = load_language(tmp_path / "g.npz").sample(3, 50, seed=0)
+    x = load_language(tmp_path / "g.npz").sample_sequences(3, 50, seed=0)
     (tmp_path / "s.txt").write_text("".join(" ".join(map(str, r)) + "\n" for r in x))
     result, res = run(worker, tmp_path, "score", "--language", "g.npz", "--sequences", "s.txt", "--json")
     assert result == OK, res["err"]
     scores = [r["log_likelihood"] for r in json.loads(res["out"])["rows"]]
-    np.testing.assert_allclose(scores, load_language(tmp_path / "g.npz").score(x), rtol=1e-12)
+    np.testing.assert_allclose(scores, load_language(tmp_path / "g.npz").log_likelihood(x), rtol=1e-12)
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -146,10 +146,10 @@ def test_every_language_entry_point_checks_its_size(monkeypatch, tmp_path):
 
     q = random_ngram(3, 4, 2.0, 0.0, seed=0)
     big = random_ngram(4, 16, 2.0, 0.0, seed=0)  # 4096 + 65536 probabilities
-    X = q.sample(50, 40, seed=1)
+    X = q.sample_sequences(50, 40, seed=1)
     monkeypatch.setenv("MDMT_MAX_WORK", "1000")
-    for call in (lambda: q.score(X), lambda: q.in_support(X), lambda: q.posterior_marginals(X),
-                 lambda: q.to_hmm().score(X), lambda: q.sequence_entropy(10**6)):
+    for call in (lambda: q.log_likelihood(X), lambda: q.in_support(X), lambda: q.posterior_marginals(X),
+                 lambda: q.to_hmm().log_likelihood(X), lambda: q.sequence_entropy(10**6)):
         with pytest.raises(resources.ResourceError, match="operations, more than the limit of 1000"):
             call()
     monkeypatch.setenv("MDMT_MAX_WORK", "1e12")
@@ -161,7 +161,7 @@ def test_every_language_entry_point_checks_its_size(monkeypatch, tmp_path):
     with pytest.raises(resources.ResourceError, match=r"a random table of 600 x 600 probabilities"):
         random_hmm(600, 2, 1.0, 0.0)
     with pytest.raises(resources.ResourceError, match=r"1000000 sequences of length 40"):
-        q.sample(10**6, 40)
+        q.sample_sequences(10**6, 40)
     with pytest.raises(resources.ResourceError, match=r"the posterior marginals of 5000 sequence"):
         q.posterior_marginals(np.zeros((5000, 40), dtype=np.int64))
     with pytest.raises(resources.ResourceError, match=r"the exact support size 2\^20000000000"):
@@ -169,7 +169,7 @@ def test_every_language_entry_point_checks_its_size(monkeypatch, tmp_path):
     with pytest.raises(resources.ResourceError, match=r"writing .*big.json as JSON \(69632 probabilities\) needs 3.7 MiB"):
         save_language(big, tmp_path / "big.json")
     save_language(big, tmp_path / "big.npz")
-    assert q.score(X).shape == (50,) and interval_hmm(3).n_states == 16  # small inputs pass
+    assert q.log_likelihood(X).shape == (50,) and interval_hmm(3).n_states == 16  # small inputs pass
     with pytest.raises(resources.ResourceError, match=r"reading .*big.npz \(544.3 KiB of arrays\) needs 1.1 MiB"):
         load_language(tmp_path / "big.npz")
     monkeypatch.setenv("MDMT_MAX_MEMORY", "2M")

@@ -107,7 +107,7 @@ def test_segment_kernel_runs_the_oracle_transforms_and_scores(make):
     np.testing.assert_array_equal(seg.samples, sample_mdm(lang, 24, pi, 300, denoiser=den, seed=2, method="kernel").samples)
     from mdmt.constructions.reverse.sampler import assignment_log_ratio
 
-    x = lang.sample(200, 24, seed=3)
+    x = lang.sample_sequences(200, 24, seed=3)
     a = assignment_log_ratio(lang, x, pi, den, seed=5, method="segments")
     b = assignment_log_ratio(lang, x, pi, den, seed=5, method="kernel")
     np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)

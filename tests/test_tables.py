@@ -27,7 +27,7 @@ LANGUAGES = [
 def test_prefix_recursion_equals_scoring_every_sequence(lang, L):
     h = as_hmm(lang)
     X = all_sequences(lang.n_symbols, L)
-    ref = h.score(X)
+    ref = h.log_likelihood(X)
     got = T.prefix_log_likelihoods(h, L)
     assert np.array_equal(np.isneginf(got), np.isneginf(ref))  # the same support, exactly
     live = np.isfinite(ref)
@@ -49,7 +49,7 @@ def test_an_underflow_on_the_support_is_an_error_not_a_zero():
     with pytest.raises(ValueError, match="underflowed"):
         T.prefix_log_likelihoods(hmm, 2)
     with pytest.raises(ValueError, match="underflowed"):
-        hmm.score(np.array([[0, 2]]))
+        hmm.log_likelihood(np.array([[0, 2]]))
 
 
 def _called(tables, den):

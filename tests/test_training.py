@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from mdmt.constructions.reverse.learning import learning_error
+from mdmt.constructions.validation import MASK
 from mdmt.empirical.metrics import entropy_rate
 from mdmt.empirical.sampling import MDMDenoiser, ar_sample, ddpm_cache
 from mdmt.empirical.checkpoint import load_checkpoint
@@ -120,7 +121,7 @@ def test_entropy_rate_exact_for_ngram_matches_brute_force():
     from itertools import product
 
     X = np.array(list(product(range(3), repeat=L)))
-    lp = lang.score(X)
+    lp = lang.log_likelihood(X)
     fin = np.isfinite(lp)
     H = -(np.exp(lp[fin]) * lp[fin]).sum()  # brute-force enumeration of all 3^4 sequences
     assert entropy_rate(lang, L)["value"] == pytest.approx(H / L, rel=1e-9)

@@ -49,12 +49,12 @@ def test_hmm_tolerance_is_respected():
 def test_tokens_outside_the_vocabulary_are_rejected(X, message):
     hmm = HMM(GOOD_PI, GOOD_A, GOOD_B)
     with pytest.raises(ValueError, match=message):
-        hmm.score(X)
+        hmm.log_likelihood(X)
 
 
 def test_mask_only_where_allowed():
     hmm = HMM(GOOD_PI, GOOD_A, GOOD_B)
-    assert np.isfinite(hmm.score([[MASK, 1]])).all()
+    assert np.isfinite(hmm.log_likelihood([[MASK, 1]])).all()
     with pytest.raises(ValueError, match="allowed 0..1\\)"):
         hmm.check_tokens([[MASK, 1]], allow_mask=False)
 
@@ -73,10 +73,10 @@ def test_ngram_rejects_malformed_parameters():
 def test_sampling_arguments_are_checked():
     hmm = HMM(GOOD_PI, GOOD_A, GOOD_B)
     with pytest.raises(ValueError, match="length must be >= 1, got 0"):
-        hmm.sample(3, 0)
+        hmm.sample_sequences(3, 0)
     with pytest.raises(ValueError, match="seed must be a non-negative integer"):
-        hmm.sample(3, 4, seed=-1)
-    assert hmm.sample(0, 4).shape == (0, 4)
+        hmm.sample_sequences(3, 4, seed=-1)
+    assert hmm.sample_sequences(0, 4).shape == (0, 4)
 
 
 @pytest.mark.parametrize("value, message", [
@@ -113,7 +113,7 @@ def _limits():
 
 
 @pytest.mark.parametrize("language", ["hmm", "2gram", "3gram"])
-@pytest.mark.parametrize("method", ["score", "in_support", "posterior_marginals"])
+@pytest.mark.parametrize("method", ["log_likelihood", "in_support", "posterior_marginals"])
 @pytest.mark.parametrize("dtype, token", list(_limits()), ids=lambda v: getattr(v, "__name__", str(v)))
 def test_token_ids_at_the_limits_of_every_integer_dtype_are_refused(language, method, dtype, token):
     """2**64 - 1 as uint64 used to wrap to the mask (-1): the value of a masked position came back."""
@@ -131,19 +131,19 @@ def test_python_integers_and_floats_beyond_int64_are_refused(X, token):
     from mdmt.constructions.languages import preset
 
     with pytest.raises(ValueError, match=rf"^sequence 0 position 1: token {token} is outside the vocabulary"):
-        preset("2gram").score(X)
+        preset("2gram").log_likelihood(X)
 
 
 def test_tokens_of_every_integer_dtype_inside_the_vocabulary_are_read():
     from mdmt.constructions.languages import preset
 
     q = preset("2gram")
-    expected = q.score(np.array([[0, MASK, 1]]))
+    expected = q.log_likelihood(np.array([[0, MASK, 1]]))
     for dt in (np.int8, np.int16, np.int32, np.int64):
-        assert q.score(np.array([[0, MASK, 1]], dtype=dt)) == expected
-    expected = q.score(np.array([[0, 2, 1]]))
+        assert q.log_likelihood(np.array([[0, MASK, 1]], dtype=dt)) == expected
+    expected = q.log_likelihood(np.array([[0, 2, 1]]))
     for dt in (np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.float32):
-        assert q.score(np.array([[0, 2, 1]], dtype=dt)) == expected
+        assert q.log_likelihood(np.array([[0, 2, 1]], dtype=dt)) == expected
 
 
 def test_regular_file_refuses_folders_fifos_and_devices_by_kind(tmp_path):

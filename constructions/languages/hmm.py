@@ -3,8 +3,13 @@
 q(x) = sum_h pi[h_1] B[h_1, x_1] prod_{i>=2} A[h_{i-1}, h_i] B[h_i, x_i].
 
 The class is immutable and validated on construction.  Attribute names follow
-hmmlearn (``startprob_``, ``transmat_``, ``emissionprob_``); unlike hmmlearn,
-every malformed input is rejected with a ``ValueError`` naming the row or entry.
+hmmlearn (``startprob_``, ``transmat_``, ``emissionprob_``), and so do the two methods it shares
+with hmmlearn's ``CategoricalHMM``: ``score(X, lengths)`` is the total log-likelihood of the
+sequences concatenated in X, and ``sample(n_samples, random_state)`` returns one sequence with its
+hidden states as ``(X, Z)``.  mdmt's batch forms are ``log_likelihood`` (one value per row of an
+(n, L) array, masked positions summed out) and ``sample_sequences(n, L, seed)``; tests/test_io.py
+states the correspondence.  Unlike hmmlearn, every malformed input is rejected with a ``ValueError``
+naming the row or entry.
 All inference is exact (scaled forward-backward, boolean reachability) and
 batched; see :mod:`mdmt.constructions.languages.inference`.
 """
@@ -96,8 +101,8 @@ class HMM:
         return inference.KernelParams.from_arrays(self.startprob_, self.transmat_, self.emissionprob_)
 
     # --------------------------------------------------------------- inference
-    def score(self, X) -> np.ndarray:
-        """Natural-log probability of each sequence, shape (n,).
+    def log_likelihood(self, X) -> np.ndarray:
+        """Natural-log probability of each sequence of a batch (n, L), shape (n,).
 
         Masked positions (``MASK``) are summed out, so a partially revealed
         sequence gets the marginal log q(x_U).  Sequences outside the support
@@ -131,13 +136,61 @@ class HMM:
                      "pass fewer or shorter sequences at a time")
         return inference.posterior_marginals(self._kernel_params, X, off_support)
 
-    def sample(self, n: int, length: int, seed=None) -> np.ndarray:
+    def sample_sequences(self, n: int, length: int, seed=None) -> np.ndarray:
         """Draw ``n`` i.i.d. sequences of ``length`` tokens from q; int64 (n, length)."""
         n = positive_int("n", n, minimum=0)
         length = positive_int("length", length)
         check_sample_size(n, length)
         rng = as_rng(seed)
         return inference.sample(self._kernel_params, n, length, rng)
+
+    # --------------------------------------------------------------- hmmlearn's meaning
+    def score(self, X, lengths=None) -> float:
+        """hmmlearn's ``score``: the total natural-log likelihood of the sequences concatenated in ``X``.
+
+        ``X`` is hmmlearn's ``CategoricalHMM`` input: integer symbols of shape (n_samples, 1) (or
+        (n_samples,)), and ``lengths`` the lengths of the sequences one after another (default: one
+        sequence).  No masks.  The batch form, one log-likelihood per row of an (n, L) array with
+        masked positions summed out, is :meth:`log_likelihood`.
+        """
+        X = np.asarray(X)
+        if X.ndim == 2 and X.shape[1] == 1:
+            X = X[:, 0]
+        if X.ndim != 1:
+            raise ValueError(f"score: X must have shape (n_samples, 1) as in hmmlearn, got {X.shape}; "
+                             "for a batch of sequences (n, L) use log_likelihood")
+        lengths = [X.shape[0]] if lengths is None else [positive_int("lengths", int(n)) for n in lengths]
+        if sum(lengths) != X.shape[0]:
+            raise ValueError(f"score: lengths sum to {sum(lengths)}, but X holds {X.shape[0]} samples")
+        ends = np.cumsum(lengths)
+        return float(sum(self.log_likelihood(self.check_tokens(X[e - n:e][None, :], allow_mask=False))[0]
+                         for n, e in zip(lengths, ends)))
+
+    def sample(self, n_samples: int = 1, random_state=None) -> tuple[np.ndarray, np.ndarray]:
+        """hmmlearn's ``sample``: one sequence of ``n_samples`` symbols with its hidden states, as
+        ``(X, Z)`` -- X int64 of shape (n_samples, 1), Z int64 of shape (n_samples,).
+
+        ``random_state``: a seed or a ``numpy.random.Generator``.  For many sequences at once, use
+        :meth:`sample_sequences`.
+        """
+        n = positive_int("n_samples", n_samples)
+        check_sample_size(1, n)
+        rng = as_rng(random_state)
+        A, B = self.transmat_, self.emissionprob_
+        cA, cB = np.cumsum(A, axis=1), np.cumsum(B, axis=1)
+        cA, cB = cA / cA[:, -1:], cB / cB[:, -1:]  # last entry exactly 1: a draw u < 1 always lands in a row
+        c0 = np.cumsum(self.startprob_)
+        c0 = c0 / c0[-1]
+        u = rng.random((n, 2))
+        Z = np.empty(n, dtype=np.int64)
+        X = np.empty(n, dtype=np.int64)
+        z = int(np.searchsorted(c0, u[0, 0], side="right"))
+        for t in range(n):
+            if t:
+                z = int(np.searchsorted(cA[z], u[t, 0], side="right"))
+            Z[t] = z
+            X[t] = int(np.searchsorted(cB[z], u[t, 1], side="right"))
+        return X[:, None], Z
 
     def _check_work(self, what: str, X: np.ndarray, passes: int) -> None:
         """Refuse before a forward (or forward-backward) pass that would take more than the work limit."""

@@ -131,8 +131,9 @@ class NGram:
         """Validate a batch of (partially revealed) sequences; returns int64 (n, L)."""
         return token_array(X, self.n_symbols, allow_mask=allow_mask)
 
-    def score(self, X) -> np.ndarray:
-        """Natural-log probability of each sequence (masked positions summed out), shape (n,); see :meth:`HMM.score`."""
+    def log_likelihood(self, X) -> np.ndarray:
+        """Natural-log probability of each sequence (masked positions summed out), shape (n,); see
+        :meth:`HMM.log_likelihood`."""
         return ngram_inference.log_likelihood(self._tables, self.check_tokens(X))
 
     def in_support(self, X) -> np.ndarray:
@@ -145,8 +146,9 @@ class NGram:
             raise ValueError(f"off_support must be 'raise' or 'uniform', got {off_support!r}")
         return ngram_inference.posterior_marginals(self._tables, self.check_tokens(X), off_support)
 
-    def sample(self, n: int, length: int, seed=None) -> np.ndarray:
-        """Draw ``n`` i.i.d. sequences of ``length`` tokens; the same sequences as ``to_hmm().sample`` for a seed."""
+    def sample_sequences(self, n: int, length: int, seed=None) -> np.ndarray:
+        """Draw ``n`` i.i.d. sequences of ``length`` tokens; the same sequences as ``to_hmm().sample_sequences``
+        for a seed."""
         n = positive_int("n", n, minimum=0)
         length = positive_int("length", length)
         check_sample_size(n, length)

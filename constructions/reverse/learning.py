@@ -114,7 +114,7 @@ def _monte_carlo(language, denoiser, L: int, num: int, seed, batch: int, quantil
     num = positive_int("num", num)
     batch = positive_int("batch", batch)
     rng = as_rng(seed)
-    x = language.sample(num, L, rng)
+    x = language.sample_sequences(num, L, rng)
     t = rng.random(num)  # t ~ U(0, 1) per sequence
     masked = rng.random((num, L)) < t[:, None]
     empty = ~masked.any(axis=1)  # nothing masked measures nothing: mask one position there

@@ -49,7 +49,7 @@ def sample_metrics(language, samples, level: float = 0.95, method: str = "wilson
     out = {"num": n, "length": L, "ser": bad / n, "ser_ci": [lo, hi], "ser_interval": method, "off_support": bad}
     nll = np.full(n, math.inf)
     if np.any(ins):
-        nll[ins] = -language.score(samples[ins]) / L
+        nll[ins] = -language.log_likelihood(samples[ins]) / L
     m, a, b = mean_interval(nll, level)
     out.update(gen_nll_per_token=m, gen_nll_ci=[a, b], gen_perplexity=_exp(m), gen_perplexity_ci=[_exp(a), _exp(b)])
     out["in_support_perplexity"] = _exp(float(nll[ins].mean())) if np.any(ins) else None

@@ -175,9 +175,9 @@ def teacher_forced_estimate(language, L: int, policy: Policy, num: int, denoiser
     batch = positive_int("batch", batch)
     rng = as_rng(seed)
     den = denoiser if denoiser is not None else oracle_denoiser(language)
-    x = language.sample(num, L, rng)
+    x = language.sample_sequences(num, L, rng)
     _, nfe, _, logp = _run(language, L, policy, num, den, rng, batch, x_true=x)
-    vals = (language.score(x) - logp) / L
+    vals = (language.log_likelihood(x) - logp) / L
     m, a, b = mean_interval(vals, level)
     ln2 = math.log(2)
     return {"kl_per_token_nats": m, "ci": [a, b], "kl_per_token_bits": m / ln2, "ci_bits": [a / ln2, b / ln2],

@@ -771,7 +771,7 @@ def assignment_log_ratio(language, X, pi, denoiser=None, seed=None, batch: int =
             _, logp[s:s + m] = _run_kernel(model, tau, np.zeros((m, L)), np.ascontiguousarray(X[s:s + m]), True, kind)
         else:
             _, _, logp[s:s + m] = _generic(den, tau, None, batch, X=X[s:s + m], V=language.n_symbols)
-    return language.score(X) - logp
+    return language.log_likelihood(X) - logp
 
 
 def assignment_kl_estimate(language, L: int, pi, num: int, denoiser=None, seed=None, level: float = 0.95,
@@ -785,7 +785,7 @@ def assignment_kl_estimate(language, L: int, pi, num: int, denoiser=None, seed=N
     L = positive_int("L", L)
     num = positive_int("num", num)
     rng = as_rng(seed)
-    x = language.sample(num, L, rng)
+    x = language.sample_sequences(num, L, rng)
     vals = assignment_log_ratio(language, x, pi, denoiser, seed=rng, batch=batch, method=method) / L
     m, a, b = mean_interval(vals, level)
     ln2 = math.log(2)

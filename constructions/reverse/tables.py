@@ -125,7 +125,7 @@ def log_q_on_grid(language, L: int, grid: np.ndarray) -> np.ndarray:
     hmm = as_hmm(language)
     if grid.shape[0] * hmm.n_states <= PREFIX_TREE_MAX:
         return prefix_log_likelihoods(hmm, L)
-    return hmm.score(grid)
+    return hmm.log_likelihood(grid)
 
 
 def build_tables(language, L: int) -> Tables:

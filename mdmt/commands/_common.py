@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from typing import Callable
 import sys
 
 import numpy as np
@@ -114,6 +115,25 @@ def scheduler_of(args) -> str | None:
     except ValueError as exc:
         flag = "--scheduler" if args.scheduler is not None else "MDMT_SCHEDULER"
         raise ValueError(f"{flag} {str(exc).partition(' ')[2]}") from None
+
+
+FIGURE_FORMATS = ("png", "pdf", "svg")  # mdmt.plots.FORMATS, without importing matplotlib for --help
+
+
+def add_format(parser) -> None:
+    parser.add_argument("--format", choices=FIGURE_FORMATS, default="png",
+                        help="file format of the figures: png, or pdf / svg (vector, for papers) (default png)")
+
+
+def figure_file(path) -> str:
+    """A --plot path, checked to end in .png, .pdf or .svg (the format of the figure written there)."""
+    from mdmt.plots import figure_format
+
+    try:
+        figure_format(path, default="")
+    except ValueError as exc:
+        raise ValueError(f"--plot {exc}") from None
+    return str(path)
 
 
 def add_force(parser, outputs: str = "--out") -> None:
@@ -258,25 +278,47 @@ def print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
-def format_table(header: list[str], rows: list[list], left: tuple = ()) -> str:
-    """A plain aligned text table (floats to 6 significant digits, lists element by element, None as -).
+def column_format(values) -> Callable:
+    """One number format for a column of a text table (every float in the column written alike).
 
-    Columns are right-aligned, those whose indices are in ``left`` left-aligned.
+    Fixed-point when the column's nonzero magnitudes lie in [1e-4, 1e6) within a factor 1e5 of each other,
+    with the decimals that give its largest value 6 significant digits; otherwise scientific notation with
+    6 significant digits.  Integers stay integers, infinities are ``inf``/``-inf``, None is ``-``.
     """
+    mags = [abs(float(v)) for v in values if isinstance(v, (float, np.floating)) and math.isfinite(v) and v != 0]
+    if mags and min(mags) >= 1e-4 and max(mags) < 1e6 and max(mags) < 1e5 * min(mags):
+        decimals = max(0, 5 - math.floor(math.log10(max(mags))))
+        number = f"{{:.{decimals}f}}".format
+    elif mags:
+        number = "{:.5e}".format
+    else:
+        number = "{:g}".format
 
     def fmt(v):
         if v is None:
             return "-"
+        if isinstance(v, (bool, np.bool_)):
+            return str(bool(v))
         if isinstance(v, (list, tuple, np.ndarray)):
             return "[" + ", ".join(fmt(x) for x in v) + "]"
         if isinstance(v, (float, np.floating)):
             v = float(v)
-            if not math.isfinite(v):
-                return str(v)
-            return f"{v:.6g}"
+            return number(v) if math.isfinite(v) else ("inf" if v > 0 else "-inf" if v < 0 else "nan")
         return str(v)
 
-    cells = [[fmt(v) for v in r] for r in rows]
+    return fmt
+
+
+def format_table(header: list[str], rows: list[list], left: tuple = (), marks: list[list] | None = None) -> str:
+    """A plain aligned text table: each column's numbers in one format (:func:`column_format`), lists element
+    by element, None as ``-``; ``marks`` (rows of strings) are appended to the cells (a bound that fails: ``!``).
+
+    Columns are right-aligned, those whose indices are in ``left`` left-aligned.
+    """
+    columns = list(zip(*rows)) if rows else []
+    formats = [column_format([x for v in col for x in (v if isinstance(v, (list, tuple, np.ndarray)) else [v])])
+               for col in columns]
+    cells = [[formats[i](v) + (marks[j][i] if marks else "") for i, v in enumerate(r)] for j, r in enumerate(rows)]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
     line = lambda r: "  ".join((c.ljust(w) if i in left else c.rjust(w))  # noqa: E731
                                for i, (c, w) in enumerate(zip(r, widths))).rstrip()

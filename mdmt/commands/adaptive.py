@@ -5,7 +5,7 @@ exact output law at small L; ``ser`` the SER study on the interval HMM; ``ter`` 
 n-gram (docs/adaptive.md).
 """
 
-from ._common import (add_force, add_json, add_language, add_length, add_num, add_scheduler, add_seed, add_steps,
+from ._common import (add_force, add_format, add_json, add_language, add_length, add_num, add_scheduler, add_seed, add_steps,
                       at_least, check_interval_multiple, format_table, int_list, integer, load_language, name_list,
                       print_json,
                       print_quantities, scheduler_of)
@@ -39,18 +39,20 @@ def _parts_options(p):
 
 
 def _outputs(p, what):
-    p.add_argument("--out", help=f"write {what}.csv, {what}.json (with provenance) and {what}.png into this folder")
+    p.add_argument("--out", help=f"write {what}.csv, {what}.json (with provenance) and the figure {what}.png "
+                                 "(--format) into this folder")
+    add_format(p)
     add_force(p)
     add_json(p)
 
 
-def written_by_mdmt(kind: str) -> dict:
+def written_by_mdmt(kind: str, fmt: str = "png") -> dict:
     """The files of an ``adaptive ser|ter`` folder and how each is recognised as mdmt's (the folder rule of --out)."""
-    from mdmt.constructions.outputs import csv_header_is, json_with_provenance, png_written_by
+    from mdmt.constructions.outputs import csv_header_is, figure_written_by, json_with_provenance
 
     name, columns = f"adaptive_{kind}", SER_COLUMNS if kind == "ser" else TER_COLUMNS
     return {f"{name}.csv": lambda p: csv_header_is(p, columns), f"{name}.json": json_with_provenance,
-            f"{name}.png": lambda p: png_written_by(p, f"adaptive {kind}")}
+            f"{name}.{fmt}": lambda p: figure_written_by(p, f"adaptive {kind}")}
 
 
 def add_arguments(p):
@@ -106,7 +108,7 @@ def run(args) -> int:
     from mdmt.provenance import record
 
     # before the work: a file there that mdmt did not write is refused unless --force, and one run writes at a time
-    same = written_by_mdmt(args.kind)
+    same = written_by_mdmt(args.kind, args.format)
     check_output_folder(args.out, files=list(same), force=args.force, same=same)
     with output_lock(args.out):
         args.provenance = record()  # the command, commit and machine, taken when the run starts
@@ -210,6 +212,8 @@ def _check_target(target: float, what: str) -> float:
 
 
 def _ser(args) -> int:
+    from mdmt.bounds.adaptive import ser_steps_grid, ser_study
+
     ls = int_list("--interval-lengths", args.interval_lengths, minimum=2)
     Ks = int_list("--intervals", args.intervals)
     specs = name_list("--policies", args.policies, "policy")
@@ -219,30 +223,13 @@ def _ser(args) -> int:
     bad = [l for l in ls if Lc % l]
     if bad:
         raise ValueError(f"--curve-length {Lc} is not a multiple of the interval length {bad[0]}")
-    steps = sorted({N for N in (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 40, 60) if N <= Lc}
-                   | {Lc * c for c in (2, 4, 8, 16, 32, 64)})
-    _check_ser_size(args, ls, Ks, specs, steps, target)
-    curve_parts = [("ser curve", l, Lc, tuple(specs), tuple(steps), args.num, args.seed) for l in ls]
-    min_parts = [("ser min", l, K * l, spec, target, args.num, args.seed) for l in ls for K in Ks for spec in specs]
-    results = _run_parts(args, curve_parts + min_parts, "adaptive ser parts")
-    curves = [row for r in results[:len(curve_parts)] for row in r]
-    mins = [{"l": p[1], "L": p[2], "policy": p[3], **r} for p, r in zip(min_parts, results[len(curve_parts):])]
-    res = {"target": target, "curve_length": Lc, "curves": curves, "min_steps": mins}
+    _check_ser_size(args, ls, Ks, specs, ser_steps_grid(Lc), target)
+    at_least("--jobs", args.jobs)
+    res = ser_study(ls, Ks, specs, target=target, curve_length=Lc, num=args.num, seed=args.seed, jobs=args.jobs,
+                    scheduler=scheduler_of(args), progress=not args.no_progress)
+    mins = res["min_steps"]
     return _report(args, res, _write_ser, f"smallest N with SER <= {target} (NFE in brackets; '-' = not reached):",
                    ["l", "policy"] + [f"L={K}l" for K in Ks], lambda: _pivot(mins, ls, specs, Ks))
-
-
-def _run_parts(args, parts, desc: str) -> list:
-    """The parts' results in part order, computed in this process or on Dask (--jobs, --scheduler), longest first."""
-    from mdmt.bounds.adaptive import study_part, study_part_cost
-    from mdmt.sweep import run_parts
-
-    at_least("--jobs", args.jobs)
-    results = [None] * len(parts)
-    for k, r in run_parts(study_part, parts, jobs=args.jobs, scheduler=scheduler_of(args), desc=desc,
-                          progress=not args.no_progress, costs=[study_part_cost(p) for p in parts]):
-        results[k] = r
-    return results
 
 
 def _check_ser_size(args, ls, Ks, specs, steps, target) -> None:
@@ -277,7 +264,7 @@ def _check_costs(what: str, costs, alternative: str) -> None:
 def _report(args, res, write, title, header, rows) -> int:
     """Write the files (--out), then print JSON (--json) or the title and the table."""
     if args.out:
-        write(res, args.out, args.provenance)
+        write(res, args.out, args.provenance, args.format)
     if args.json:
         print_json(res)
         return 0
@@ -302,16 +289,18 @@ def _pivot(mins, ls, specs, Ks):
 
 
 def _ter(args) -> int:
+    from mdmt.bounds.adaptive import ter_study
+
     spec = args.language or "preset:3gram-ter"
     lengths = int_list("--lengths", args.lengths)
     specs = name_list("--policies", args.policies, "policy")
     target = _check_target(args.target, "nats per token")
     at_least("--num", args.num)
     load_language(spec)  # a bad SPEC is named here, before any part starts
-    parts = [("ter min", spec, L, p, target, args.num, args.seed) for L in lengths for p in specs]
-    rows = [{"language": spec, "L": part[2], "policy": part[3], **r}
-            for part, r in zip(parts, _run_parts(args, parts, "adaptive ter parts"))]
-    res = {"language": spec, "target": target, "rows": rows}
+    at_least("--jobs", args.jobs)
+    res = ter_study(spec, lengths, specs, target=target, num=args.num, seed=args.seed, jobs=args.jobs,
+                    scheduler=scheduler_of(args), progress=not args.no_progress)
+    rows = res["rows"]
 
     def table():
         out = []
@@ -353,97 +342,17 @@ def _csv(path, rows, keys):
     write_csv(path, keys, [clean(r) for r in rows])
 
 
-def _colors(keys):
-    import matplotlib.pyplot as plt
-
-    palette = [plt.get_cmap("tab10")(i) for i in range(10)] + [plt.get_cmap("Dark2")(i) for i in range(8)]
-    return {k: palette[i % len(palette)] for i, k in enumerate(keys)}
-
-
-def _write_ser(res, out, provenance):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from mdmt.constructions.outputs import save_figure
+def _write_ser(res, out, provenance, fmt="png"):
+    from mdmt.plots import adaptive_ser_figure, save
 
     folder = _save(res, out, "adaptive_ser", provenance)
     _csv(folder / "adaptive_ser.csv", res["curves"] + res["min_steps"], SER_COLUMNS)
-    ls = sorted({r["l"] for r in res["curves"]})
-    specs = list(dict.fromkeys(r["policy"] for r in res["curves"] + res["min_steps"]))
-    color = _colors(specs)
-    fig, axes = plt.subplots(2, len(ls), figsize=(4.4 * len(ls) + 2.2, 7.6), squeeze=False)
-    for c, l in enumerate(ls):
-        ax = axes[0, c]
-        for spec in specs:
-            rs = [r for r in res["curves"] if r["l"] == l and r["policy"] == spec]
-            if not rs:
-                continue
-            label = "iid (Theorem 4.4 setting), exact" if spec.startswith("iid") else spec
-            if len(rs) == 1 and rs[0]["N"] is None:
-                ax.plot([rs[0]["nfe"]], [rs[0]["ser"]], "*", ms=10, color=color[spec], label=label)
-            else:
-                ax.plot([r["nfe"] for r in rs], [r["ser"] for r in rs], marker="o", ms=3, color=color[spec],
-                        label=label)
-            if spec.startswith("iid"):
-                ax.plot([r["nfe"] for r in rs], [r["theorem44_lower"] for r in rs], "k--", lw=1,
-                        label="Theorem 4.4 lower bound, eps = 0")
-        ax.axhline(res["target"], color="gray", ls=":", lw=1)
-        ax.set_xscale("log")
-        ax.set_xlabel("NFE (N for fixed-size rules; E[NFE] for i.i.d.)")
-        ax.set_ylabel("SER, oracle denoiser")
-        ax.set_title(f"interval HMM l={l}, L={res['curve_length']}", fontsize=9)
-        ax = axes[1, c]
-        Ls = sorted({r["L"] for r in res["min_steps"] if r["l"] == l})
-        for spec in specs:
-            rs = [r for r in res["min_steps"] if r["l"] == l and r["policy"] == spec and r["reached"]]
-            if rs:
-                ax.plot([r["L"] for r in rs], [r["nfe"] for r in rs], marker="o", ms=3, color=color[spec])
-        ax.plot(Ls, Ls, "k:", lw=1, label="NFE = L")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xticks(Ls, [str(L) for L in Ls], fontsize=7)
-        ax.minorticks_off()
-        ax.set_xlabel("L")
-        ax.set_ylabel(f"NFE at the smallest N with SER <= {res['target']}")
-        ax.set_title(f"l={l}: cost of SER <= {res['target']} against L", fontsize=9)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    h2, l2 = axes[1, 0].get_legend_handles_labels()
-    fig.legend(handles + h2, labels + l2, loc="center right", fontsize=7)
-    fig.tight_layout(rect=(0, 0, 1 - 2.0 / (4.4 * len(ls) + 2.2), 1))
-    save_figure(fig, folder / "adaptive_ser.png", "adaptive ser", dpi=120)
-    plt.close(fig)
+    save(adaptive_ser_figure(res), folder / f"adaptive_ser.{fmt}", "adaptive ser")
 
 
-def _write_ter(res, out, provenance):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from mdmt.constructions.outputs import save_figure
+def _write_ter(res, out, provenance, fmt="png"):
+    from mdmt.plots import adaptive_ter_figure, save
 
     folder = _save(res, out, "adaptive_ter", provenance)
     _csv(folder / "adaptive_ter.csv", res["rows"], TER_COLUMNS)
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    specs = list(dict.fromkeys(r["policy"] for r in res["rows"]))
-    color = _colors(specs)
-    Ls = sorted({r["L"] for r in res["rows"]})
-    for p in specs:
-        rs = [r for r in res["rows"] if r["policy"] == p and r["nfe"] is not None and r["ci"] is not None
-              and r["ci"][1] <= res["target"]]
-        if rs:
-            ax.plot([r["L"] for r in rs], [r["nfe"] for r in rs], marker="o", ms=3, color=color[p], label=p)
-    ax.plot(Ls, Ls, "k:", lw=1, label="NFE = L")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xticks(Ls, [str(L) for L in Ls])
-    ax.minorticks_off()
-    ax.set_xlabel("L")
-    ax.set_ylabel(f"mean NFE reaching KL/L <= {res['target']}")
-    ax.set_title(res["language"], fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    save_figure(fig, folder / "adaptive_ter.png", "adaptive ter", dpi=120)
-    plt.close(fig)
+    save(adaptive_ter_figure(res), folder / f"adaptive_ter.{fmt}", "adaptive ter")

@@ -1,12 +1,10 @@
 """``mdmt atlas``: the exact KL of every reverse process beside the published bounds, on one small instance."""
 
-from ._common import (add_force, add_json, add_scheduler, add_steps, at_least, check_interval_multiple, format_table,
+from ._common import (add_force, add_format, add_json, add_scheduler, add_steps, at_least, check_interval_multiple, format_table,
                       int_list, integer, load_language, name_list, print_json, scheduler_of)
 
 _SHOW = ("process", "expected_nfe", "kl", "ser", "assignment_kl", "chain_bound", "li_cai", "tc_ratio", "dtc_ratio",
          "pb_lower")
-_BARS = (("kl", "exact KL(q||p)"), ("assignment_kl", "E[log q/p_traj] (C1)"), ("chain_bound", "chain bound (C4)"),
-         ("li_cai", "Li & Cai"), ("pb_lower", "ParallelBench lower"))
 
 
 def add_arguments(p):
@@ -24,31 +22,28 @@ def add_arguments(p):
     add_scheduler(p)
     p.add_argument("--processes", default=ATLAS_PROCESSES, metavar="SPEC,SPEC,...",
                    help=f"reverse processes, comma-separated: {POLICY_FORMS} (default: all of them)")
-    p.add_argument("--out", help="write atlas.csv, atlas.json (with provenance) and atlas.png into this folder")
+    p.add_argument("--out", help="write atlas.csv, atlas.json (with provenance) and the figure atlas.png (--format) "
+                                 "into this folder")
+    add_format(p)
     add_force(p)
     add_json(p)
 
 
-OUTPUTS = ("atlas.csv", "atlas.json", "atlas.png")
-SWEEP_KEYS = ("language", "L", "N")  # the columns an atlas of several instances puts first in atlas.csv
+def outputs(fmt: str = "png") -> tuple:
+    """The files an atlas --out folder holds, its figure in format ``fmt``."""
+    return ("atlas.csv", "atlas.json", f"atlas.{fmt}")
 
 
-def written_by_mdmt() -> dict:
+
+
+def written_by_mdmt(fmt: str = "png") -> dict:
     """How each file of an atlas folder is recognised as mdmt's (the folder rule of --out, docs/reliability.md)."""
-    from mdmt.bounds.atlas import COLUMNS
-    from mdmt.constructions.outputs import csv_header_starts, json_with_provenance, png_written_by
+    from mdmt.bounds.atlas import COLUMNS, SWEEP_KEYS
+    from mdmt.constructions.outputs import csv_header_starts, figure_written_by, json_with_provenance
 
     return {"atlas.csv": lambda p: csv_header_starts(p, COLUMNS) or csv_header_starts(p, SWEEP_KEYS + COLUMNS),
             "atlas.json": json_with_provenance,
-            "atlas.png": lambda p: png_written_by(p, "atlas")}
-
-
-def _cell(v, mark=None):
-    if v is None:
-        return "n/a"
-    if isinstance(v, bool):
-        return str(v)
-    return f"{v:.4g}" + ("" if mark is None else (" !" if mark is False else ""))
+            f"atlas.{fmt}": lambda p: figure_written_by(p, "atlas")}
 
 
 def run(args) -> int:
@@ -60,7 +55,7 @@ def run(args) -> int:
 
     name_list("--processes", args.processes, "reverse process")
     # before the work: a file there that mdmt did not write is refused unless --force, and one run writes at a time
-    check_output_folder(args.out, files=OUTPUTS, force=args.force, same=written_by_mdmt())
+    check_output_folder(args.out, files=outputs(args.format), force=args.force, same=written_by_mdmt(args.format))
     with output_lock(args.out):
         return _run(args, record())  # the command, commit and machine, taken when the run starts
 
@@ -79,20 +74,17 @@ def _instances(args) -> list[tuple[str, int, int]]:
 
 
 def _run(args, prov) -> int:
-    from mdmt.bounds.atlas import atlas_part, atlas_part_cost
-    from mdmt.sweep import run_parts
+    from mdmt.bounds.atlas import atlas_sweep
 
     processes = ",".join(name_list("--processes", args.processes, "reverse process"))
     at_least("--jobs", args.jobs)
-    instances = _instances(args)
-    parts = [(spec, L, N, processes) for spec, L, N in instances]
-    results = [None] * len(parts)
-    for k, res in run_parts(atlas_part, parts, jobs=args.jobs, scheduler=scheduler_of(args), desc="atlas instances",
-                            costs=[atlas_part_cost(p) for p in parts]):
-        results[k] = res
-    out = results[0] if len(results) == 1 else {"instances": results}
+    instances = _instances(args)  # every language loaded and every (L, N) checked first
+    sweep = atlas_sweep(*(list(dict.fromkeys(i[k] for i in instances)) for k in range(3)), processes,
+                        jobs=args.jobs, scheduler=scheduler_of(args))
+    results = sweep["instances"]
+    out = results[0] if len(results) == 1 else sweep
     if args.out:
-        _write(out, args.out, prov)
+        _write(out, args.out, prov, args.format)
     if args.json:
         print_json(out)
         return 0
@@ -104,19 +96,22 @@ def _run(args, prov) -> int:
               "nats")
         marks = {"chain_bound": "chain_bound_holds", "li_cai": "li_cai_holds", "pb_lower": "pb_holds",
                  "assignment_kl": "assignment_kl_holds"}
-        rows = [[r["process"]] + [_cell(r[c], r.get(marks.get(c, ""), None)) for c in _SHOW[1:]] for r in res["rows"]]
-        print(format_table(list(_SHOW), rows))
+        rows = [[r[c] for c in _SHOW] for r in res["rows"]]
+        flags = [["" if r.get(marks.get(c, ""), None) is not False else " !" for c in _SHOW] for r in res["rows"]]
+        print(format_table(list(_SHOW), rows, marks=flags))
     print("\nnats; '!' marks a bound that fails on this instance (see docs/atlas.md for which assumptions apply);"
           " tc_ratio = KL/(TC/K), dtc_ratio = KL/(DTC/K).")
     return 0
 
 
-def _write(res: dict, out: str, provenance: dict) -> None:
+def _write(res: dict, out: str, provenance: dict, fmt: str = "png") -> None:
     import json
     from pathlib import Path
 
-    from mdmt.bounds.atlas import COLUMNS
+    from mdmt.bounds.atlas import COLUMNS, SWEEP_KEYS, sweep_rows
     from mdmt.constructions.outputs import make_folder, write_csv, write_text
+
+    from mdmt.plots import atlas_figure, save
 
     from ._common import clean
 
@@ -125,52 +120,8 @@ def _write(res: dict, out: str, provenance: dict) -> None:
     results = res.get("instances", [res])
     sweep = "instances" in res
     first = list(SWEEP_KEYS + COLUMNS) if sweep else list(COLUMNS)
-    rows = [({"language": r["instance"]["language"], "L": r["instance"]["length"], "N": r["instance"]["steps"]}
-             if sweep else {}) | row for r in results for row in r["rows"]]
+    rows = sweep_rows(res) if sweep else res["rows"]
     keys = first + [k for k in dict.fromkeys(k for r in rows for k in r) if k not in first]
     write_csv(folder / "atlas.csv", keys, [clean(r) for r in rows])
     write_text(folder / "atlas.json", json.dumps(clean(res), indent=1, allow_nan=False) + "\n")
-    _plot(results, folder / "atlas.png")
-
-
-def _plot(results: list, path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    shown = results[:MAX_PANELS]
-    cols = min(2, len(shown))
-    nrows = -(-len(shown) // cols)
-    width = max(7, 0.8 * max(len(r["rows"]) for r in shown))
-    fig, axes = plt.subplots(nrows, cols, figsize=(width * cols, 4.2 * nrows), squeeze=False)
-    for ax, res in zip(axes.ravel(), shown):
-        _panel(ax, res)
-    for ax in axes.ravel()[len(shown):]:
-        ax.set_visible(False)
-    fig.tight_layout()
-    from mdmt.constructions.outputs import save_figure
-
-    save_figure(fig, path, "atlas", dpi=120)
-    plt.close(fig)
-
-
-MAX_PANELS = 12  # atlas.png draws the first instances of a larger sweep (atlas.csv and atlas.json hold them all)
-
-
-def _panel(ax, res: dict) -> None:
-    import numpy as np
-
-    rows = res["rows"]
-    x = np.arange(len(rows))
-    width = 0.8 / len(_BARS)
-    for b, (key, label) in enumerate(_BARS):
-        vals = [r[key] if r[key] is not None and r[key] > 0 else np.nan for r in rows]
-        ax.bar(x + (b - (len(_BARS) - 1) / 2) * width, vals, width, label=label)
-    ax.set_yscale("log")
-    ax.set_xticks(x, [r["process"] for r in rows], rotation=35, ha="right", fontsize=8)
-    ax.set_ylabel("nats")
-    inst = res["instance"]
-    ax.set_title(f"{inst.get('language', '')}  L={inst['length']}  N={inst['steps']}  "
-                 f"(TC={inst['total_correlation']:.3g}, DTC={inst['dual_total_correlation']:.3g})", fontsize=9)
-    ax.legend(fontsize=7)
+    save(atlas_figure(results), folder / f"atlas.{fmt}", "atlas")

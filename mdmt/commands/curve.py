@@ -2,7 +2,8 @@
 
 import math
 
-from ._common import add_force, add_json, add_length, at_least, format_table, int_list, integer, print_json
+from ._common import (add_force, add_json, add_length, at_least, figure_file, format_table, int_list, integer,
+                      print_json)
 
 HEADERS = {"ter": ["L", "N", "chain_bound", "theorem42_bound"], "ser": ["N", "C", "oracle_ser", "theorem44_lower",
                                                                         "theorem43_upper"]}
@@ -10,7 +11,7 @@ HEADERS = {"ter": ["L", "N", "chain_bound", "theorem42_bound"], "ser": ["N", "C"
 
 def _outputs(p):
     p.add_argument("--csv", help="write the rows to this CSV file")
-    p.add_argument("--plot", help="write a PNG plot to this file")
+    p.add_argument("--plot", metavar="FILE", help="write the plot to this file: .png, or .pdf / .svg (vector, for papers)")
     add_force(p, "--csv or --plot file")
     add_json(p)
 
@@ -74,7 +75,7 @@ def _check_ser(l: int, L: int) -> None:
 
 def run(args) -> int:
     from mdmt.bounds.curves import ser_curve, ter_curve
-    from mdmt.constructions.outputs import check_output_file, csv_header_is, png_written_by, write_csv
+    from mdmt.constructions.outputs import check_output_file, csv_header_is, figure_written_by, write_csv
 
     header = HEADERS[args.kind]
     if args.force and not (args.csv or args.plot):
@@ -82,8 +83,8 @@ def run(args) -> int:
     if args.csv:  # before the work: a bad path, or a file that is not mdmt's, fails at once
         check_output_file(args.csv, force=args.force, same=lambda p: csv_header_is(p, header), flag="--csv")
     if args.plot:
-        check_output_file(args.plot, force=args.force, same=lambda p: png_written_by(p, f"curve {args.kind}"),
-                          flag="--plot")
+        check_output_file(figure_file(args.plot), force=args.force,
+                          same=lambda p: figure_written_by(p, f"curve {args.kind}"), flag="--plot")
     eps_learning = _finite("--eps-learning", args.eps_learning)
     if args.kind == "ter":
         lengths = sorted(set(int_list("--lengths", args.lengths)))
@@ -98,7 +99,9 @@ def run(args) -> int:
     if args.csv:
         write_csv(args.csv, header, out["rows"])
     if args.plot:
-        _plot(args.kind, out, args.plot)
+        from mdmt.plots import curve_ser_figure, curve_ter_figure, save
+
+        save((curve_ter_figure if args.kind == "ter" else curve_ser_figure)(out), args.plot, f"curve {args.kind}")
     if args.json:
         print_json(out)
         return 0
@@ -111,44 +114,3 @@ def run(args) -> int:
         print(f"\ncritical_c = {out['critical_c']:.6g} (largest N/L with oracle SER > 1/2; N* = {out['critical_steps']})")
         print(f"explicit Theorem 4.4 constant C_0 = {out['theorem44_constant']:.6g} at eps_learning = {out['eps_learning']:.6g}")
     return 0
-
-
-def _plot(kind, out, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from mdmt.constructions.outputs import save_figure
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    if kind == "ter":
-        for L in sorted({r["L"] for r in out["rows"]}):
-            rs = [r for r in out["rows"] if r["L"] == L]
-            ax.loglog([r["N"] for r in rs], [r["chain_bound"] for r in rs], marker="o", label=f"chain bound, L={L}")
-        ax.axhline(out["target"], color="k", ls="--", label="Theorem 4.2 target ε_learning + 4ε log|V|")
-        ax.set_xlabel("sampling steps N")
-        ax.set_ylabel("chain bound on KL(q‖p_N)/L (nats/token)")
-        ax.set_title(f"TER bound against steps: {out['n']}-gram, |V| = {out['vocab']}, ε = {out['eps']}, "
-                     f"{out['schedule']} schedule", fontsize=10)
-    else:
-        rs = out["rows"]
-        x = [r["C"] for r in rs]
-        # the exact SER drawn last and thick, the bounds thin and dashed: a bound lying on it stays visible
-        ax.semilogx(x, [r["theorem43_upper"] for r in rs], marker="^", ms=4, lw=1, ls="--", color="tab:green",
-                    label="Theorem 4.3 upper bound (oracle)")
-        ax.semilogx(x, [r["theorem44_lower"] for r in rs], marker="s", ms=3, lw=1, ls="--", color="tab:orange",
-                    label=f"Theorem 4.4 lower bound (ε = {out['eps_learning']:.3g})", zorder=3)
-        ax.semilogx(x, [r["oracle_ser"] for r in rs], marker="o", ms=8, mfc="none", lw=2.5, color="tab:blue",
-                    alpha=0.8, label="exact oracle SER 1 − ρ^(L/l)", zorder=2)
-        ax.axvline(out["critical_c"], color="k", ls="--", lw=1, label=f"critical C = {out['critical_c']:.3g} (exact)")
-        ax.axvline(out["theorem44_constant"], color="tab:red", ls=":", lw=1.5,
-                   label=f"Theorem 4.4: C₀ = {out['theorem44_constant']:.3g} (SER > 1/2 for N ≤ C₀ L)")
-        ax.axhline(0.5, color="gray", ls=":", lw=1)
-        ax.set_xlabel("C = N / L (linear schedule)")
-        ax.set_ylabel("sequence error rate")
-        ax.set_title(f"SER against steps: interval HMM, l = {out['interval_length']}, L = {out['L']}")
-    ax.legend(fontsize=7, loc="best", framealpha=0.9)
-    fig.tight_layout()
-    save_figure(fig, path, f"curve {kind}", dpi=120)
-    plt.close(fig)

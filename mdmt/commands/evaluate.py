@@ -56,9 +56,9 @@ def evaluate_network(model, lang, L: int, steps, *, schedule: str = "linear", nu
     kind = "ar" if model.cfg.causal else "mdm"
     out = {"kind": kind, "L": L, "parameters": model.num_parameters(), "val_gap": None}
     if kind == "ar" or L == model.cfg.seq_len:  # an MDM's NELBO is over its whole length
-        x = np.asarray(lang.sample(val_num, L, np.random.default_rng(seed_of(seed, 30))), dtype=np.int64)
+        x = np.asarray(lang.sample_sequences(val_num, L, np.random.default_rng(seed_of(seed, 30))), dtype=np.int64)
         nll = sequence_nll(model, torch.as_tensor(x), seed_of(seed, 31), 8, batch=batch)
-        out["val_gap"] = paired_gap(nll, -lang.score(x) / L)
+        out["val_gap"] = paired_gap(nll, -lang.log_likelihood(x) / L)
     if kind == "mdm" and learning_error_num:
         out["learning_error"] = learning_error(lang, MDMDenoiser(model, batch=batch), L, method="monte_carlo",
                                                num=learning_error_num, seed=seed_of(seed, 32) % 2**32, batch=batch)

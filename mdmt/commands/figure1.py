@@ -9,13 +9,16 @@ beside its Monte Carlo value.  A third row plots, against L, the smallest N at w
 reaches TER gap <= 0.05 nats/token or SER <= 0.1 (flat for TER, growing for SER), with the exact
 values where a closed form exists.  Every point is stored as it is computed and training
 checkpoints as they are written, so an interrupted run resumes where it stopped: run the same
-command again.  Outputs in ``--out``: figure1.csv, figure1.png, figure1.json (rows, per-language
-training numbers, measured learning error, steps to target, provenance) and figure1.md.
+command again.  Outputs in ``--out``: figure1.csv, figure1.json (rows, per-language training
+numbers, measured learning error, steps to target, provenance), figure1.md, and two figures
+(``--format`` png, pdf or svg): figure1.png, the TER-gap view above, and figure1_paper.png, the
+paper's own axes (generative perplexity and SER against N at the training length, the AR model
+as a horizontal line); both drawn by :mod:`mdmt.plots`.
 """
 
 from __future__ import annotations
 
-from ._common import (add_force, add_json, add_length, add_model, add_schedule, add_scheduler, add_seed, add_steps,
+from ._common import (add_force, add_format, add_json, add_length, add_model, add_schedule, add_scheduler, add_seed, add_steps,
                       at_least, int_list, integer, name_list, names, print_json, scheduler_of)
 
 
@@ -54,17 +57,18 @@ def add_arguments(p):
     add_scheduler(p)
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_format(p)
     add_json(p)
 
 
-def written_by_mdmt(cfg) -> dict:
+def written_by_mdmt(cfg, fmt: str = "png") -> dict:
     """The files of a figure1 folder that the folder rule checks, and how each is recognised as mdmt's.
 
     The points (``rows/``) and checkpoints are never written over: a point present is kept, and a
     checkpoint is resumed only if its digest checks.
     """
-    from mdmt.constructions.outputs import csv_header_starts, png_written_by, read_json_document
-    from mdmt.empirical.experiments import needs_networks, slug
+    from mdmt.constructions.outputs import csv_header_starts, figure_written_by, read_json_document
+    from mdmt.empirical.experiments import FIGURES, needs_networks, slug
 
     def json_keys(*keys):
         def test(path):
@@ -78,7 +82,9 @@ def written_by_mdmt(cfg) -> dict:
 
     same = {"config.json": json_keys("result_settings"), "figure1.json": json_keys("config", "rows", "provenance"),
             "figure1.csv": lambda p: csv_header_starts(p, ("language", "role", "kind", "N", "L")),
-            "figure1.png": lambda p: png_written_by(p, "figure1"), "figure1.md": md}
+            "figure1.md": md}
+    for name in FIGURES:
+        same[f"{name}.{fmt}"] = lambda p, name=name: figure_written_by(p, name)
     if needs_networks(cfg.kinds):
         for spec in cfg.ter_languages + cfg.ser_languages:
             same[f"{slug(spec)}/summary.json"] = json_keys("language", "role")
@@ -107,11 +113,11 @@ def run(args) -> int:
     at_least("--jobs", args.jobs)
     scheduler = scheduler_of(args)
     # before the work: a file there that mdmt did not write is refused unless --force, and one run writes at a time
-    same = written_by_mdmt(cfg)
+    same = written_by_mdmt(cfg, args.format)
     check_output_folder(args.out, files=list(same), force=args.force, same=same)
     with output_lock(args.out):
         fig = Figure1(cfg, args.out, device=args.device, progress=not args.no_progress, log=log, provenance=prov,
-                      jobs=args.jobs, scheduler=scheduler)
+                      jobs=args.jobs, scheduler=scheduler, figure_format=args.format)
         result = fig.run()
         md = markdown_tables(result)
         write_text(Path(args.out) / "figure1.md", "\n".join(describe(p) for p in result["provenance"]) + "\n\n" + md)
@@ -119,6 +125,7 @@ def run(args) -> int:
         print_json(result)
         return 0
     print(md, end="")
-    print(f"{len(result['rows'])} points; {Path(args.out) / 'figure1.csv'}, figure1.png, figure1.json, figure1.md "
+    print(f"{len(result['rows'])} points; {Path(args.out) / 'figure1.csv'}, figure1.json, figure1.md, "
+          f"figure1.{args.format}, figure1_paper.{args.format} "
           f"({result['seconds_this_run']:.1f} s this run)")
     return 0

@@ -103,7 +103,7 @@ def run(args) -> int:
     for L in np.unique(lengths):  # one batched call per length
         idx = np.flatnonzero(lengths == L)
         X = np.stack([seqs[i] for i in idx])
-        ll[idx] = lang.score(X)
+        ll[idx] = lang.log_likelihood(X)
         ins[idx] = lang.in_support(X)
     if args.json:
         print_json([{"log_likelihood": float(a) if b else None, "in_support": bool(b)} for a, b in zip(ll, ins)])

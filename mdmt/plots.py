@@ -1,0 +1,527 @@
+"""Every figure mdmt draws, as a function returning a matplotlib ``Figure``; the commands save what these return.
+
+Each function takes the result a command computes (the dict that ``--json`` prints, or the
+object of the matching library function) and draws it without pyplot's global state, so a
+notebook gets the same figure as the command line::
+
+    from mdmt.bounds import ter_curve
+    from mdmt.plots import curve_ter_figure
+    fig = curve_ter_figure(ter_curve(3, 0.05, [256, 1024], 8))
+    fig.savefig("ter.pdf")
+
+=========================  ==================================================  ========================
+function                   draws                                               command
+=========================  ==================================================  ========================
+:func:`curve_ter_figure`   (C4) chain bound against N (Theorem 4.2)            ``mdmt curve ter --plot``
+:func:`curve_ser_figure`   exact oracle SER with Theorems 4.3 / 4.4            ``mdmt curve ser --plot``
+:func:`atlas_figure`       exact KL and the competing bounds, per process      ``mdmt atlas``
+:func:`adaptive_ser_figure`  SER of unmasking rules and their cost against L   ``mdmt adaptive ser``
+:func:`adaptive_ter_figure`  NFE reaching a KL/L target against L              ``mdmt adaptive ter``
+:func:`figure1_figure`     TER gap and SER against N (Figure 1, gap view)      ``mdmt figure1``
+:func:`figure1_paper_figure`  perplexity and SER against N (the paper's axes)  ``mdmt figure1``
+=========================  ==================================================  ========================
+
+Conventions (paper-ready at a column width): 8-point text, legends listing only the series drawn,
+titles in words, no empty panels.  A value that float64 cannot tell from 0 -- below
+:func:`rounding_floor` -- is drawn as an exact zero: a hollow marker on the lower edge of a log axis,
+named in the legend.  A target that a sweep never reaches is drawn as an upward arrow on the upper
+edge of its panel, never as a point at the largest N swept.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
+PAGE_WIDTH = 7.0  # inches: the text width of a two-column paper
+STYLE = {"font.size": 8, "axes.titlesize": 8.5, "axes.labelsize": 8, "legend.fontsize": 7, "xtick.labelsize": 7,
+         "ytick.labelsize": 7, "figure.titlesize": 9.5, "legend.framealpha": 0.9, "axes.grid": True,
+         "grid.alpha": 0.3, "lines.linewidth": 1.2, "svg.hashsalt": "mdmt"}
+FORMATS = ("png", "pdf", "svg")
+RELATIVE_FLOOR = 1e-12  # see rounding_floor
+ZERO_LABEL = "exact 0 (below the float64 rounding floor)"
+
+
+@contextmanager
+def _style():
+    import matplotlib
+
+    with matplotlib.rc_context(STYLE):
+        yield
+
+
+def _figure(width: float, height: float):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def rounding_floor(scale: float) -> float:
+    """The largest value float64 arithmetic cannot tell from 0 in a quantity made of terms of size ``scale``.
+
+    An exact law's KL or correlation is a sum of terms no larger than the entropy of the law; in
+    float64 its rounding error stays below 1e-12 times that scale (for the sizes an exact law
+    enumerates), so a value below ``1e-12 * max(1, scale)`` is drawn as an exact zero.
+    """
+    return RELATIVE_FLOOR * max(1.0, abs(float(scale)))
+
+
+def _finite(v) -> bool:
+    return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _log2_axis(ax, values, axis: str = "x") -> None:
+    """A base-2 log axis whose ticks are the given values, written as plain integers."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    ticks = sorted({v for v in values if v and v > 0})
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log", base=2)
+    target.set_major_locator(FixedLocator(ticks))
+    target.set_minor_locator(NullLocator())
+    if axis == "x":
+        ax.set_xticks(ticks, [str(t) for t in ticks], rotation=45 if len(ticks) > 6 else 0)
+    else:
+        ax.set_yticks(ticks, [str(t) for t in ticks])
+
+
+def _short(spec: str) -> str:
+    """A language SPEC in words for a title: ``preset:2gram-ter:0`` -> ``2gram-ter``."""
+    if spec.startswith("preset:"):
+        name = spec[len("preset:"):]
+        return name[:-2] if name.endswith(":0") else name
+    if spec.startswith("interval:"):
+        return f"interval HMM, l = {spec.split(':', 1)[1]}"
+    return Path(spec).stem if ("/" in spec or spec.endswith(".json")) else spec
+
+
+def _colours(keys: Iterable) -> dict:
+    import matplotlib
+
+    palette = [matplotlib.colormaps["tab10"](i) for i in range(10)] + \
+              [matplotlib.colormaps["Dark2"](i) for i in range(8)]
+    return {k: palette[i % len(palette)] for i, k in enumerate(dict.fromkeys(keys))}
+
+
+def _not_reached(ax, xs, label: str, colour) -> None:
+    """Upward arrows on the panel's upper edge at ``xs``: the target was not reached within the swept N."""
+    if xs:
+        ax.scatter(xs, [1.0] * len(xs), marker="$\\uparrow$", s=90, color=colour, transform=ax.get_xaxis_transform(),
+                   clip_on=False, zorder=5, label=label)
+
+
+# ------------------------------------------------------------------------------------------------ curve
+
+def curve_ter_figure(result: Mapping[str, Any]):
+    """The (C4) chain bound on KL(q || p_N)/L against N for each L, with Theorem 4.2's target and step count.
+
+    ``result``: what :func:`mdmt.bounds.curves.ter_curve` returns (``mdmt curve ter --json``).
+    """
+    with _style():
+        fig = _figure(COLUMN_WIDTH * 1.25, 2.9)
+        ax = fig.add_subplot()
+        Ls = sorted({r["L"] for r in result["rows"]})
+        colour = _colours(Ls)
+        for L in Ls:
+            rs = [r for r in result["rows"] if r["L"] == L and _finite(r["chain_bound"]) and r["chain_bound"] > 0]
+            if rs:
+                ax.loglog([r["N"] for r in rs], [r["chain_bound"] for r in rs], marker="o", ms=2.5, color=colour[L],
+                          label=f"chain bound, L = {L}")
+        ax.axhline(result["target"], color="k", ls="--", lw=1, label="target ε_learning + 4ε log|V|")
+        n42 = result.get("theorem42_steps")
+        if _finite(n42):
+            ax.axvline(n42, color="tab:red", ls=":", lw=1.2, label=f"Theorem 4.2 step count N = {n42}")
+        ax.set_xlabel("sampling steps N")
+        ax.set_ylabel("bound on KL(q‖p_N)/L (nats/token)")
+        ax.set_title(f"TER bound: {result['n']}-gram, |V| = {result['vocab']}, ε = {result['eps']:g}, "
+                     f"{result['schedule']} schedule")
+        ax.legend(loc="best")
+    return fig
+
+
+def curve_ser_figure(result: Mapping[str, Any]):
+    """The exact oracle SER 1 - rho^(L/l) on the interval HMM against C = N/L, with Theorem 4.3's upper and
+    Theorem 4.4's lower bound and the critical constants.  ``result``: :func:`mdmt.bounds.curves.ser_curve`."""
+    with _style():
+        fig = _figure(COLUMN_WIDTH * 1.25, 2.9)
+        ax = fig.add_subplot()
+        rs = result["rows"]
+        x = [r["C"] for r in rs]
+        ax.semilogx(x, [r["theorem43_upper"] for r in rs], marker="^", ms=3, lw=1, ls="--", color="tab:green",
+                    label="Theorem 4.3 upper bound (oracle)")
+        ax.semilogx(x, [r["theorem44_lower"] for r in rs], marker="s", ms=2.5, lw=1, ls="--", color="tab:orange",
+                    label=f"Theorem 4.4 lower bound (ε = {result['eps_learning']:.3g})", zorder=3)
+        ax.semilogx(x, [r["oracle_ser"] for r in rs], marker="o", ms=5, mfc="none", lw=2, color="tab:blue",
+                    alpha=0.8, label="exact oracle SER 1 − ρ^(L/l)", zorder=2)
+        ax.axvline(result["critical_c"], color="k", ls="--", lw=1,
+                   label=f"critical C = {result['critical_c']:.3g} (exact)")
+        ax.axvline(result["theorem44_constant"], color="tab:red", ls=":", lw=1.2,
+                   label=f"Theorem 4.4 C₀ = {result['theorem44_constant']:.3g}")
+        ax.axhline(0.5, color="0.5", ls=":", lw=0.8)
+        ax.set_xlabel("C = N / L (linear schedule)")
+        ax.set_ylabel("sequence error rate")
+        ax.set_title(f"SER against steps: interval HMM, l = {result['interval_length']}, L = {result['L']}")
+        ax.legend(loc="best")
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------ atlas
+
+ATLAS_BARS = (("kl", "exact KL(q‖p)"), ("assignment_kl", "E[log q/p_traj] (C1)"), ("chain_bound", "chain bound (C4)"),
+              ("li_cai", "Li & Cai"), ("pb_lower", "ParallelBench lower"))
+MAX_ATLAS_PANELS = 12  # a larger sweep draws its first instances (its CSV and JSON hold them all)
+
+
+def atlas_figure(results: Sequence[Mapping[str, Any]] | Mapping[str, Any]):
+    """Per instance, a bar per process and quantity: the exact KL and the bounds that apply (log axis).
+
+    ``results``: one atlas result (``mdmt atlas --json``) or a list of them (a sweep's ``instances``).
+    A quantity that does not apply to a process (None) is not drawn; one below the rounding floor of
+    the instance (:func:`rounding_floor` of its entropy) is drawn as an exact zero on the axis.
+    """
+    import numpy as np
+
+    if isinstance(results, Mapping):
+        results = results.get("instances", [results])
+    shown = list(results)[:MAX_ATLAS_PANELS]
+    if not shown:
+        raise ValueError("atlas_figure: no instance to draw")
+    cols = min(2, len(shown))
+    nrows = -(-len(shown) // cols)
+    width = max(COLUMN_WIDTH * 1.4, 0.42 * max(len(r["rows"]) for r in shown))
+    with _style():
+        fig = _figure(width * cols, 2.9 * nrows)
+        for k, res in enumerate(shown):
+            ax = fig.add_subplot(nrows, cols, k + 1)
+            rows = res["rows"]
+            inst = res["instance"]
+            floor = rounding_floor(inst.get("entropy", 1.0))
+            x = np.arange(len(rows))
+            keys = [(key, label) for key, label in ATLAS_BARS if any(r.get(key) is not None for r in rows)]
+            w = 0.8 / max(1, len(keys))
+            drawn = [r[key] for key, _ in keys for r in rows if _finite(r.get(key)) and r[key] > floor]
+            bottom = min(drawn) / 4 if drawn else floor
+            zeros_x = []
+            colour = _colours(key for key, _ in ATLAS_BARS)
+            for b, (key, label) in enumerate(keys):
+                xs = x + (b - (len(keys) - 1) / 2) * w
+                vals = [r.get(key) for r in rows]
+                big = [(xi, v) for xi, v in zip(xs, vals) if _finite(v) and v > floor]
+                if big:
+                    ax.bar([p for p, _ in big], [v - bottom for _, v in big], w, bottom=bottom, color=colour[key],
+                           label=label)
+                zeros_x += [xi for xi, v in zip(xs, vals) if _finite(v) and v <= floor]
+            if zeros_x:
+                ax.scatter(zeros_x, [bottom] * len(zeros_x), marker="o", s=14, facecolors="none", edgecolors="k",
+                           lw=0.8, zorder=4, clip_on=False, label=ZERO_LABEL)
+            ax.set_yscale("log")
+            ax.set_ylim(bottom=bottom)
+            ax.set_xticks(x, [r["process"] for r in rows], rotation=35, ha="right")
+            ax.set_ylabel("nats")
+            lang = _short(inst.get("language", "")) if inst.get("language") else "language"
+            ax.set_title(f"{lang}: L = {inst['length']}, N = {inst['steps']}\n"
+                         f"TC = {inst['total_correlation']:.3g}, DTC = {inst['dual_total_correlation']:.3g} nats")
+            ax.legend(loc="best", fontsize=6.5)
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------ adaptive
+
+def adaptive_ser_figure(result: Mapping[str, Any]):
+    """``mdmt adaptive ser``: per interval length l, the oracle SER of each unmasking rule against NFE (top) and
+    the NFE of the smallest N reaching the SER target against L (bottom; arrows: not reached)."""
+    curves, mins = result["curves"], result["min_steps"]
+    ls = sorted({r["l"] for r in curves} | {r["l"] for r in mins})
+    specs = list(dict.fromkeys(r["policy"] for r in curves + mins))
+    colour = _colours(specs)
+    with _style():
+        fig = _figure(max(COLUMN_WIDTH, 2.9 * len(ls)) + 1.6, 5.2)
+        axes = fig.subplots(2, len(ls), squeeze=False)
+        for c, l in enumerate(ls):
+            ax = axes[0, c]
+            for spec in specs:
+                rs = [r for r in curves if r["l"] == l and r["policy"] == spec]
+                if not rs:
+                    continue
+                label = "i.i.d. (Theorem 4.4 setting), exact" if spec.startswith("iid") else spec
+                if len(rs) == 1 and rs[0]["N"] is None:
+                    ax.plot([rs[0]["nfe"]], [rs[0]["ser"]], "*", ms=8, color=colour[spec], label=label)
+                else:
+                    ax.plot([r["nfe"] for r in rs], [r["ser"] for r in rs], marker="o", ms=2.5, color=colour[spec],
+                            label=label)
+                if spec.startswith("iid"):
+                    ax.plot([r["nfe"] for r in rs], [r["theorem44_lower"] for r in rs], "k--", lw=1,
+                            label="Theorem 4.4 lower bound, ε = 0")
+            ax.axhline(result["target"], color="0.5", ls=":", lw=1, label=f"target SER = {result['target']:g}")
+            ax.set_xscale("log")
+            ax.set_xlabel("NFE (N; E[NFE] for i.i.d.)")
+            ax.set_ylabel("SER, oracle denoiser")
+            ax.set_title(f"interval HMM, l = {l}, L = {result['curve_length']}")
+            ax = axes[1, c]
+            Ls = sorted({r["L"] for r in mins if r["l"] == l})
+            for spec in specs:
+                rs = [r for r in mins if r["l"] == l and r["policy"] == spec]
+                got = [r for r in rs if r["reached"]]
+                if got:
+                    ax.plot([r["L"] for r in got], [r["nfe"] for r in got], marker="o", ms=2.5, color=colour[spec])
+                _not_reached(ax, [r["L"] for r in rs if not r["reached"]], "not reached (arrow at the top)",
+                             colour[spec])
+            if Ls:
+                ax.plot(Ls, Ls, "k:", lw=1, label="NFE = L")
+                _log2_axis(ax, Ls)
+            ax.set_yscale("log")
+            ax.set_xlabel("sequence length L")
+            ax.set_ylabel(f"NFE reaching SER ≤ {result['target']:g}")
+            ax.set_title(f"l = {l}: cost of SER ≤ {result['target']:g}")
+        handles: dict = {}
+        for ax in axes.ravel():
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(lab, h)
+        fig.legend(list(handles.values()), list(handles), loc="outside right center")
+    return fig
+
+
+def adaptive_ter_figure(result: Mapping[str, Any]):
+    """``mdmt adaptive ter``: per unmasking rule, the mean NFE at the smallest N whose KL/L (upper confidence
+    limit) meets the target, against L; arrows mark lengths where a rule never met it."""
+    rows = result["rows"]
+    specs = list(dict.fromkeys(r["policy"] for r in rows))
+    colour = _colours(specs)
+    Ls = sorted({r["L"] for r in rows})
+    with _style():
+        fig = _figure(COLUMN_WIDTH * 1.5, 2.9)
+        ax = fig.add_subplot()
+        for p in specs:
+            rs = [r for r in rows if r["policy"] == p]
+            ok = [r for r in rs if r["nfe"] is not None and r["ci"] is not None and r["ci"][1] <= result["target"]]
+            if ok:
+                ax.plot([r["L"] for r in ok], [r["nfe"] for r in ok], marker="o", ms=2.5, color=colour[p], label=p)
+            _not_reached(ax, [r["L"] for r in rs if r not in ok], f"{p}: not reached", colour[p])
+        ax.plot(Ls, Ls, "k:", lw=1, label="NFE = L")
+        ax.set_yscale("log")
+        _log2_axis(ax, Ls)
+        ax.set_xlabel("sequence length L")
+        ax.set_ylabel(f"mean NFE reaching KL/L ≤ {result['target']:g}")
+        ax.set_title(f"{_short(result['language'])}: steps to a KL/L target")
+        ax.legend(loc="outside right center" if len(specs) > 4 else "best")
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------ figure 1
+
+TER_TARGET_WORDS = "TER gap ≤ {target:g} nats/token"
+SER_TARGET_WORDS = "SER ≤ {target:g}"
+
+
+def _metric(role: str, targets) -> tuple[str, float]:
+    """(row key, target) of a role: from the run's target records, else Figure 1's defaults."""
+    for t in targets:
+        if t["role"] == role:
+            return t["metric"], t["target"]
+    from mdmt.defaults import SER_TARGET, TER_TARGET
+
+    return ("ter_gap", TER_TARGET) if role == "ter" else ("ser", SER_TARGET)
+
+
+def _errorbar(ax, rows, key, **kw):
+    import numpy as np
+
+    y = np.array([r[key] for r in rows], dtype=float)
+    lo = np.array([r.get(key + "_lo", r[key]) for r in rows], dtype=float)
+    hi = np.array([r.get(key + "_hi", r[key]) for r in rows], dtype=float)
+    ax.errorbar([r["N"] for r in rows], y, yerr=np.maximum(np.vstack([y - lo, hi - y]), 0), capsize=1.5, **kw)
+
+
+def _languages(rows, role):
+    return list(dict.fromkeys(r["language"] for r in rows if r["role"] == role))
+
+
+def _collect_legend(fig_or_sub, axes, loc="outside lower center", ncol=4):
+    handles: dict = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    if handles:
+        fig_or_sub.legend(list(handles.values()), list(handles), loc=loc, ncol=ncol)
+
+
+def figure1_figure(result: Mapping[str, Any]):
+    """Figure 1, gap view: the TER gap (top row, one panel per TER language) and the SER (middle row) of samples
+    against the sampling steps N -- the oracle MDM at every length, the trained MDM at its training length,
+    the AR model at N = L -- and the smallest N reaching the target against L (bottom row).
+
+    ``result``: what :meth:`mdmt.empirical.experiments.Figure1.run` returns (``figure1.json``).
+    """
+    rows, targets = result["rows"], result.get("targets", [])
+    ter, ser = _languages(rows, "ter"), _languages(rows, "ser")
+    lengths = sorted({r["L"] for r in rows if r["kind"] == "oracle"})
+    import matplotlib
+
+    cmap = matplotlib.colormaps["viridis"]
+    colour = {L: cmap(0.1 + 0.75 * i / max(1, len(lengths) - 1)) for i, L in enumerate(lengths)}
+    bands = [(names, role) for names, role in ((ter, "ter"), (ser, "ser")) if names]
+    roles_with_targets = [role for role in ("ter", "ser") if any(t["role"] == role and t["kind"] == "oracle"
+                                                                  for t in targets)]
+    cols = max([len(n) for n, _ in bands] + [1])
+    with _style():
+        fig = _figure(max(PAGE_WIDTH, 2.4 * cols), 2.6 * (len(bands) + bool(roles_with_targets)) + 0.4)
+        subs = fig.subfigures(len(bands) + bool(roles_with_targets), 1, squeeze=False)[:, 0]
+        for sub, (names, role) in zip(subs, bands):
+            key, target = _metric(role, targets)
+            axes = sub.subplots(1, len(names), squeeze=False)[0]
+            for ax, name in zip(axes, names):
+                rs = [r for r in rows if r["language"] == name]
+                for L in lengths:
+                    pts = sorted((r for r in rs if r["kind"] == "oracle" and r["L"] == L and _finite(r[key])),
+                                 key=lambda r: r["N"])
+                    if pts:
+                        _errorbar(ax, pts, key, color=colour[L], marker="o", ms=2.5, lw=1.1,
+                                  label=f"oracle MDM, L = {L}")
+                        ex = [(r["N"], r["ser_exact_oracle"]) for r in pts if r.get("ser_exact_oracle") is not None]
+                        if ex:
+                            ax.plot(*zip(*ex), color=colour[L], ls=":", lw=2, alpha=0.9,
+                                    label="exact oracle SER 1 − ρ^(L/l) (dotted)")
+                mdm = sorted((r for r in rs if r["kind"] == "mdm" and _finite(r[key])), key=lambda r: r["N"])
+                if mdm:
+                    _errorbar(ax, mdm, key, color="k", marker="s", ms=3, lw=1.0, ls="--",
+                              label=f"trained MDM, L = {mdm[0]['L']}")
+                    lb = [(r["N"], r["ser_lower_bound"]) for r in mdm if r.get("ser_lower_bound") is not None]
+                    if lb:
+                        ax.plot(*zip(*lb), color="tab:red", ls="--", lw=1,
+                                label="Theorem 4.4 at the trained MDM's measured ε (estimate)")
+                for r in rs:
+                    if r["kind"] == "ar" and _finite(r[key]):
+                        _errorbar(ax, [r], key, color="tab:red", marker="*", ms=8, ls="none",
+                                  label=f"AR (KV cache), N = L = {r['L']}")
+                ax.axhline(target, color="0.4", lw=0.8, ls="-.",
+                           label=("target " + (TER_TARGET_WORDS if role == "ter" else SER_TARGET_WORDS)
+                                  ).format(target=target))
+                if role == "ter":
+                    ax.axhline(0.0, color="0.6", lw=0.6)
+                    ax.set_ylabel("TER gap (nats/token)")
+                    ax.set_title(f"{_short(name)}: TER gap against N")
+                else:
+                    ax.set_ylabel("SER")
+                    ax.set_ylim(-0.03, 1.03)
+                    ax.set_title(f"{_short(name)}: SER against N")
+                    if all(r["ser"] == 0 for r in rs):
+                        ax.text(0.5, 0.5, "SER = 0 at every point:\nevery sample lies in the support",
+                                transform=ax.transAxes, ha="center", va="center",
+                                bbox=dict(facecolor="white", edgecolor="0.6"))
+                _log2_axis(ax, [r["N"] for r in rs])
+                ax.set_xlabel("sampling steps N")
+            _collect_legend(sub, axes)
+        if roles_with_targets:
+            sub = subs[-1]
+            axes = sub.subplots(1, len(roles_with_targets), squeeze=False)[0]
+            for ax, role in zip(axes, roles_with_targets):
+                _figure1_targets(ax, [t for t in targets if t["role"] == role and t["kind"] == "oracle"], role)
+        fig.suptitle(f"TER gap and SER against sampling steps N: oracle MDM at every L, "
+                     f"{result.get('config', {}).get('model', 'tiny')} networks")
+    return fig
+
+
+def _figure1_targets(ax, recs, role) -> None:
+    """The smallest swept N reaching the target against L per language; arrows: not reached within the sweep."""
+    from matplotlib.ticker import FuncFormatter
+
+    names = list(dict.fromkeys(t["language"] for t in recs))
+    markers = "osD^v<>"
+    for k, name in enumerate(names):
+        rs = sorted((t for t in recs if t["language"] == name), key=lambda t: t["L"])
+        got = [(t["L"], t["smallest_N"]) for t in rs if t["smallest_N"] is not None]
+        if got:
+            ax.plot(*zip(*got), marker=markers[k % len(markers)], ms=3, color=f"C{k}",
+                    label=f"{_short(name)}: Monte Carlo (swept N)")
+        miss = [t for t in rs if t["smallest_N"] is None]
+        _not_reached(ax, [t["L"] for t in miss],
+                     f"{_short(name)}: not reached by N = {miss[0]['largest_N_swept']}" if miss else "", f"C{k}")
+        ex = [(t["L"], t["exact_N"]) for t in rs if t.get("exact_N") is not None]
+        if ex:
+            ax.plot(*zip(*ex), ls=":" if role == "ser" else "--", lw=1.6, color=f"C{k}",
+                    label=f"{_short(name)}: {rs[0]['exact_what']}")
+    _log2_axis(ax, [t["L"] for t in recs] or [64])
+    ax.set_yscale("log", base=2)
+    tops = [v for t in recs for v in (t["smallest_N"], t.get("exact_N"), t["largest_N_swept"]) if v]
+    ax.set_ylim(0.7, 1.6 * max(tops or [2]))  # fixed: a panel where no target is reached still has a scale
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("sequence length L")
+    ax.set_ylabel("smallest N reaching the target")
+    key, target = _metric(role, recs)
+    ax.set_title("oracle MDM: steps to " + (TER_TARGET_WORDS if role == "ter" else SER_TARGET_WORDS).format(
+        target=target))
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", fontsize=6.5)
+
+
+def figure1_paper_figure(result: Mapping[str, Any]):
+    """Figure 1 in the paper's axes (Section 5): generative perplexity against N for each TER language and
+    SER against N for each SER language, at the networks' training length: the trained MDM and the oracle
+    MDM as curves with 95% intervals, the AR model (KV cache, N = L) as a horizontal line with its band,
+    and the language's true perplexity exp(H/L) dashed.  ``result``: ``figure1.json``."""
+    rows = result["rows"]
+    ter, ser = _languages(rows, "ter"), _languages(rows, "ser")
+    L0 = result.get("config", {}).get("length")
+    if L0 is None:
+        L0 = next((r["L"] for r in rows if r["kind"] != "oracle"), min(r["L"] for r in rows))
+    panels = [(n, "ter") for n in ter] + [(n, "ser") for n in ser]
+    cols = min(3, len(panels))
+    nrows = -(-len(panels) // cols)
+    with _style():
+        fig = _figure(max(PAGE_WIDTH, 2.4 * cols), 2.3 * nrows + 0.6)
+        axes = fig.subplots(nrows, cols, squeeze=False).ravel()
+        for ax in axes[len(panels):]:
+            fig.delaxes(ax)
+        for ax, (name, role) in zip(axes, panels):
+            key = "gen_perplexity" if role == "ter" else "ser"
+            rs = [r for r in rows if r["language"] == name and r["L"] == L0]
+            for kind, style in (("oracle", dict(color="tab:blue", marker="o", ms=2.5, label="oracle MDM")),
+                                ("mdm", dict(color="k", marker="s", ms=3, ls="--", label="trained MDM"))):
+                pts = sorted((r for r in rs if r["kind"] == kind and _finite(r[key])), key=lambda r: r["N"])
+                if pts:
+                    _errorbar(ax, pts, key, lw=1.1, **style)
+            for r in rs:
+                if r["kind"] == "ar" and _finite(r[key]):
+                    ax.axhline(r[key], color="tab:red", lw=1.2, label="AR model (N = L)")
+                    if _finite(r.get(key + "_lo")) and _finite(r.get(key + "_hi")):
+                        ax.axhspan(r[key + "_lo"], r[key + "_hi"], color="tab:red", alpha=0.12, lw=0)
+            if role == "ter":
+                true = next((r["true_perplexity"] for r in rs if _finite(r.get("true_perplexity"))), None)
+                if true is not None:
+                    ax.axhline(true, color="0.3", ls=":", lw=1, label="true perplexity exp(H/L)")
+                ax.set_ylabel("generative perplexity")
+                ax.set_title(f"{_short(name)}: perplexity, L = {L0}")
+            else:
+                ax.set_ylabel("SER")
+                ax.set_ylim(-0.03, 1.03)
+                ax.set_title(f"{_short(name)}: SER, L = {L0}")
+            _log2_axis(ax, [r["N"] for r in rs] or [L0])
+            ax.set_xlabel("sampling steps N")
+        _collect_legend(fig, axes[:len(panels)])
+        fig.suptitle(f"Figure 1 (paper's axes): {result.get('config', {}).get('model', 'tiny')} networks "
+                     f"and the oracle at L = {L0}")
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------ saving
+
+def figure_format(path, default: str = "png") -> str:
+    """The format a figure file's suffix names (png, pdf or svg); an error names the path otherwise."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    fmt = suffix or default
+    if fmt not in FORMATS:
+        raise ValueError(f"{path}: a figure is written as {', '.join('.' + f for f in FORMATS)}; got .{suffix}")
+    return fmt
+
+
+def save(fig, path, software: str, dpi: int = 200):
+    """Write ``fig`` to ``path`` (png, pdf or svg by its suffix) atomically, tagged as mdmt's ``software``
+    (:func:`mdmt.constructions.outputs.figure_written_by` recognises it); vector formats carry no date, so a
+    figure of the same numbers is the same file."""
+    from mdmt.constructions.outputs import save_figure
+
+    with _style():  # svg.hashsalt: the ids an SVG file draws with are the same on every run
+        return save_figure(fig, path, software, format=figure_format(path), dpi=dpi)
