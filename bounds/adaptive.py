@@ -70,7 +70,8 @@ def ser_point_cost(l: int, L: int, spec: str, N: int | None, num: int, kind: str
     """(operations, peak bytes) of :func:`ser_point` at (l, L, policy, N); N None: the policy runs until done."""
     kind = kind or _kind(spec)
     if kind == "iid":
-        return 8 * N * l + L, IID_BYTES_PER_STEP * N
+        n_steps = L if N is None else N  # an i.i.d. policy always has its N; None only in a caller's mistake
+        return 8 * n_steps * l + L, IID_BYTES_PER_STEP * n_steps
     if kind == "fixed":
         return 8 * L * l, 32 * L
     steps = N if N is not None else L  # threshold / entropy-sum: at most L steps

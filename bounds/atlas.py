@@ -52,6 +52,7 @@ from mdmt.results import Result
 
 from .dependencies import dependencies_for_assignment, expected_dependencies
 from .statements import CHAIN_BOUND
+from mdmt.constructions.types import Denoiser, Language
 
 DEFAULT_PROCESSES = ATLAS_PROCESSES  # every family the atlas knows (mdmt.defaults)
 COLUMNS = ("process", "expected_nfe", "kl", "kl_bits_per_token", "ser", "assignment_kl", "total_correlation",
@@ -163,7 +164,7 @@ def process_law(language, L: int, policy, tables, table, n: int | None) -> dict:
             "E_D": None if n is None else expected_dependencies_from_patterns(n, L, tf["pattern_law"])}
 
 
-def atlas(language, L: int, N: int, processes: str = DEFAULT_PROCESSES, denoiser=None) -> Result:
+def atlas(language: Language, L: int, N: int, processes: str = DEFAULT_PROCESSES, denoiser: Denoiser | None = None) -> Result:
     """The atlas of one instance (module docstring): ``instance`` (H, TC, DTC, sum_i I, the profile) and ``rows``
     (one per process); a :class:`mdmt.results.Result` (``.to_frame()``, ``.to_csv()``, ``.plot()``)."""
     L = positive_int("L", L)

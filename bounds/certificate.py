@@ -27,6 +27,8 @@ enumeration does not decide exactly.  Only the oracle denoiser is certified (eps
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fractions import Fraction
 
 import numpy as np
@@ -39,6 +41,10 @@ from mdmt.constructions.validation import positive_int
 
 from . import brute_force as bf
 from .intervals import LogSum, to_arb
+from mdmt.constructions.types import Language
+
+if TYPE_CHECKING:
+    from .claims import Claim
 
 MAX_CERTIFIED_SEQUENCES = 4096  # V^L sequences: the trajectory enumeration visits every revealed state
 MAX_PARTITION_LENGTH = 6  # E_TC of i.i.d. steps sums over the ordered partitions of L positions (4683 at L = 6)
@@ -189,7 +195,7 @@ def _balls(values: dict, prec: int) -> dict:
             for k, v in values.items()}
 
 
-def certify_claim(claim, language, L: int, process: str = "iid", N: int | None = None,
+def certify_claim(claim: str | Claim, language: Language, L: int, process: str = "iid", N: int | None = None,
                   interval: int | None = None) -> dict:
     """The verdict of ``claim`` (a :class:`~.claims.Claim`) on the instance, from :func:`exact_quantities`.
 

@@ -28,6 +28,7 @@ import numpy as np
 from mdmt.constructions.reverse.schedules import as_pi, revealed_before
 from mdmt.constructions.validation import positive_int
 from mdmt.constructions.numba_cache import configure_numba_cache
+from mdmt.constructions.types import RevealProbabilities
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
@@ -173,12 +174,12 @@ def expected_dependencies_per_step(n: int, L: int, pi) -> np.ndarray:
     return L * pi - segments
 
 
-def expected_dependencies(n: int, L: int, pi) -> float:
+def expected_dependencies(n: int, L: int, pi: RevealProbabilities) -> float:
     """E[sum_j D_j] (exact), the quantity of (C4)."""
     return float(expected_dependencies_per_step(n, L, pi).sum())
 
 
-def chain_bound(n: int, L: int, pi, V: int, eps_learning: float = 0.0) -> float:
+def chain_bound(n: int, L: int, pi: RevealProbabilities, V: int, eps_learning: float = 0.0) -> float:
     """The (C4) bound on KL(q || p_N)/L in nats per token: eps_learning + log|V| E[sum_j D_j] / L.
 
     For an n-gram over V tokens and reveal probabilities pi (Lemmas B.8-B.9 with the exact

@@ -12,6 +12,7 @@ from mdmt.constructions.reverse.interval_closed_forms import check_lengths, lear
 from mdmt.constructions.reverse.schedules import p_distinct
 
 from .statements import MISMATCH, THEOREM_44_BOUND
+from mdmt.constructions.types import RevealProbabilities
 
 
 def mismatch_probability(eps: float) -> float:
@@ -22,7 +23,7 @@ def mismatch_probability(eps: float) -> float:
     return MISMATCH.evaluate(epsilon_learning=learning_error_value(eps))
 
 
-def ser_lower_bound(l: int, L: int, pi, eps: float) -> float:
+def ser_lower_bound(l: int, L: int, pi: RevealProbabilities, eps: float) -> float:
     """Theorem 4.4 (explicit): SER >= 1 - (1 - p_e(eps) (1 - P_distinct(l; pi)))^(L/l), any schedule.
 
     Evaluated from the statement :data:`mdmt.bounds.statements.THEOREM_44_BOUND`.

@@ -31,9 +31,10 @@ import math
 from mdmt.constructions.languages.ngram import NGram
 from mdmt.constructions.reverse.policies import IID, fixed_step_sizes, parse_policy
 from mdmt.constructions.validation import positive_int
+from mdmt.constructions.types import Denoiser, Language
 
 
-def instance_quantities(language, L: int, process: str = "iid", N: int | None = None, denoiser=None,
+def instance_quantities(language: Language, L: int, process: str = "iid", N: int | None = None, denoiser: Denoiser | None = None,
                         interval: int | None = None) -> dict:
     """Every claim quantity that applies to (language, L, process, N, denoiser), as floats (module docstring).
 

@@ -36,6 +36,8 @@ result.
 
 from __future__ import annotations
 
+from typing import Any, Iterable
+
 import contextlib
 import math
 import re
@@ -48,6 +50,7 @@ from mdmt.constructions.resources import ResourceError
 from mdmt.constructions.validation import positive_int
 
 from .claims import Claim, ClaimError, parse_claim
+from mdmt.constructions.types import Language
 from .families import Family, instance_size, parse_family  # noqa: F401  (parse_family: public here)
 from .families import family as family_of
 
@@ -114,14 +117,14 @@ class Budget:
         """The position after ``fraction`` of what is left (at least one more evaluation)."""
         if self.evaluations is not None:
             return self.used + max(1, math.ceil(fraction * (self.evaluations - self.used)))
-        return self.elapsed() + fraction * max(0.0, self.seconds - self.elapsed())
+        return self.elapsed() + fraction * max(0.0, float(self.seconds or 0.0) - self.elapsed())
 
     def reached(self, point: float) -> bool:
         return self.position() >= point
 
     def spent(self) -> bool:
         """Whether the whole budget is used."""
-        return self.reached(self.evaluations if self.evaluations is not None else self.seconds)
+        return self.reached(float(self.evaluations if self.evaluations is not None else self.seconds or 0.0))
 
     def describe(self) -> str:
         return f"{self.evaluations} evaluations" if self.evaluations is not None else f"{self.seconds:g} s"
@@ -131,7 +134,7 @@ class Budget:
 class Candidate:
     """One instance and its float64 margin."""
 
-    language: object
+    language: Language
     L: int
     N: int
     process: str
@@ -195,7 +198,7 @@ class RefuteResult:
 
     def to_dict(self, reproduce: dict | None = None) -> dict:
         """A JSON-ready report: claim, verdict, instance, the claim's quantities, margin, certificate, search."""
-        out = {"claim": self.claim, "verdict": self.verdict, "family": self.family}
+        out: dict[str, Any] = {"claim": self.claim, "verdict": self.verdict, "family": self.family}
         if self.candidate is not None:
             c = self.candidate
             out["instance"] = {"L": c.L, "N": c.N, "process": c.process, "language": describe_language(c.language)}
@@ -312,10 +315,12 @@ class _Search:
         lower = lambda c, best: c.objective < best.objective  # noqa: E731
         try:
             _structural_moves(self, cand, lower)
+            assert self.best is not None  # set by the evaluations of cand
             _nelder_mead(self, self.best, self.budget.point(2 / 3))
             _structural_moves(self, self.best, lower)
         except _Spent:
             pass
+        assert self.best is not None
         return self.best
 
     def shrink(self, cand: Candidate, lengths, steps) -> Candidate:
@@ -331,6 +336,7 @@ class _Search:
             return _structural_moves(self, cand, lambda c, best: c.violates and c.size() < best.size(),
                                      moves=("drop", "one-hot"))
         except _Spent:
+            assert self.smallest is not None  # cand violates, so a smallest violation is on record
             return self.smallest
 
 
@@ -466,8 +472,9 @@ def _structural_moves(state: _Search, cand: Candidate, better, moves=MOVES) -> C
     return current
 
 
-def search(claim, family: str = "ngram:n=3,V=2", lengths=(5,), steps=(3,), processes=("iid",), budget=200,
-           seed=0, refine: bool = True, certify: bool = True, progress: bool = False, shards: int = 1,
+def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[int] = (5,),
+           steps: Iterable[int] = (3,), processes: Iterable[str] = ("iid",), budget: int | str | Budget = 200,
+           seed: int = 0, refine: bool = True, certify: bool = True, progress: bool = False, shards: int = 1,
            jobs: int = 1, scheduler: str | None = None) -> RefuteResult:
     """Look for an instance of ``family`` that violates ``claim`` (module docstring).
 
@@ -604,7 +611,7 @@ def _certify(claim: Claim, best: Candidate, interval: int | None):
     from .certificate import NotCertifiable, certify_claim, dyadic_language
 
     try:
-        cert = None
+        cert: dict = {}
         for bits in CERTIFY_BITS:  # finer rationals keep a small violation
             rounded = dyadic_language(best.language, bits)
             cert = certify_claim(claim, rounded, best.L, best.process, best.N, interval=interval)

@@ -9,6 +9,9 @@ schedule for Lemma B.11, N = floor(C_0 L) at l = 2), plus random n-gram and HMM 
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Callable
+
 import contextlib
 import gc
 import math
@@ -72,7 +75,7 @@ def instances(quick: bool) -> list[Instance]:
 @dataclass
 class Job:
     families: tuple
-    run: object  # () -> list[Row]
+    run: Callable[[], list[Row]]
     label: str
 
 
@@ -93,9 +96,9 @@ def jobs(quick: bool) -> list[Job]:
            Job(("CE",), lambda: beyond.certification_rows(quick), "certification"),
            Job(("IA",), beyond.interval_rows, "interval arithmetic")]
     for inst in instances(quick):
-        out.append(Job(("C3", "C4"), lambda inst=inst: checks.tc_rows(inst), f"{inst.key}: total correlations"))
+        out.append(Job(("C3", "C4"), partial(checks.tc_rows, inst), f"{inst.key}: total correlations"))
         out.append(Job(("C1", "C2", "C2E", "C4E", "EQ3", "LE", "T43", "T44"),
-                       lambda inst=inst: checks.chain_rows(inst, quick), f"{inst.key}: reveal orders"))
+                       partial(checks.chain_rows, inst, quick), f"{inst.key}: reveal orders"))
     return out
 
 
@@ -132,7 +135,8 @@ def _rare_collections(young: int = 50_000):
             gc.unfreeze()
 
 
-def run_checks(quick: bool = True, pattern: str | None = None, progress=None) -> list[Row]:
+def run_checks(quick: bool = True, pattern: str | None = None,
+               progress: Callable[[int, int, str], object] | None = None) -> list[Row]:
     chosen = select(pattern)
     todo = [j for j in jobs(quick) if chosen & set(j.families)]
     rows: list[Row] = []
@@ -181,7 +185,8 @@ def summarize(rows: list[Row]) -> tuple[list[dict], list[dict]]:
     return fams, groups
 
 
-def verify(quick: bool = True, pattern: str | None = None, progress=None, keep_rows: bool = False) -> dict:
+def verify(quick: bool = True, pattern: str | None = None, progress: Callable[[int, int, str], object] | None = None,
+           keep_rows: bool = False) -> dict:
     """Run the selected families; the summary per family and per (family, instance), the violated rows
     (all rows with ``keep_rows``), and the instances' legend."""
     t0 = time.perf_counter()

@@ -41,6 +41,8 @@ machines (the oracle curves on a CPU, the trained models on a GPU) merge by copy
 
 from __future__ import annotations
 
+from typing import Callable
+
 import json
 import math
 import os
@@ -244,8 +246,8 @@ class _Language:
 class Figure1:
     """A Figure 1 run in folder ``out`` (see the module docstring); :meth:`run` does all that is missing."""
 
-    def __init__(self, cfg: Figure1Config, out: str | os.PathLike, *, device=None, progress: bool = True,
-                 log=print, provenance: dict | None = None, jobs: int = 1, scheduler: str | None = None,
+    def __init__(self, cfg: Figure1Config, out: str | os.PathLike, *, device: str | None = None, progress: bool = True,
+                 log: Callable[[str], object] = print, provenance: dict | None = None, jobs: int = 1, scheduler: str | None = None,
                  figure_format: str = "png"):
         from mdmt.plots import FORMATS
         from mdmt.sweep import scheduler_address

@@ -17,9 +17,10 @@ import numpy as np
 
 from mdmt.constructions.confidence import mean_interval
 from mdmt.constructions.validation import as_rng, positive_int
+from mdmt.constructions.types import Language, Seed
 
 
-def entropy_rate(language, L: int, num: int = 4000, seed=0) -> dict:
+def entropy_rate(language: Language, L: int, num: int = 4000, seed: Seed = 0) -> dict:
     """{'value', 'ci', 'exact'}: H(X_1..X_L)/L in nats per token."""
     L = positive_int("L", L)
     if hasattr(language, "sequence_entropy"):

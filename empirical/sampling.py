@@ -41,6 +41,8 @@ with a KV cache (``use_cache=False`` re-runs the prefix, for checking).
 
 from __future__ import annotations
 
+from mdmt.constructions.types import RevealProbabilities
+
 import time
 
 import numpy as np
@@ -357,8 +359,8 @@ def ar_sequence_nll(model: Transformer, x: np.ndarray, batch: int = 256) -> np.n
     return np.concatenate(out)
 
 
-def sample_model(model: Transformer, num: int, L: int, pi=None, *, seed: int = 0, batch: int = 256,
-                 device=None) -> SampleResult:
+def sample_model(model: Transformer, num: int, L: int, pi: RevealProbabilities | None = None, *, seed: int = 0,
+                 batch: int = 256, device: str | torch.device | None = None) -> SampleResult:
     """``num`` samples of length L from a trained network: ddpm_cache with reveal probabilities ``pi`` for an
     MDM, token-by-token generation (``pi`` unused) for an AR model."""
     device = next(model.parameters()).device if device is None else torch.device(device)

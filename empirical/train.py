@@ -53,6 +53,8 @@ floating-point additions.
 
 from __future__ import annotations
 
+from mdmt.constructions.types import Language
+
 import math
 import os
 import signal
@@ -274,7 +276,7 @@ def paired_gap(model_nll: np.ndarray, exact_nll: np.ndarray, level: float = 0.95
             "num": int(len(model_nll))}
 
 
-def load_model(path: str | os.PathLike, device="cpu") -> Transformer:
+def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> Transformer:
     """The trained network stored in a checkpoint written by :func:`train` (digest checked, weights only).
 
     The checkpoint's structure is checked before the network is built
@@ -283,7 +285,7 @@ def load_model(path: str | os.PathLike, device="cpu") -> Transformer:
     return load_run(path, device)[0]
 
 
-def load_run(path: str | os.PathLike, device="cpu") -> tuple[Transformer, TrainConfig, dict]:
+def load_run(path: str | os.PathLike, device: str | torch.device = "cpu") -> tuple[Transformer, TrainConfig, dict]:
     """(model, configuration, checkpoint state) of a checkpoint written by :func:`train`, checked as by
     :func:`load_model`; the model is built on ``device``."""
     state, cfg = read_checkpoint(path)
@@ -318,8 +320,9 @@ class _Signals:
         return False
 
 
-def train(cfg: TrainConfig, language=None, *, data: tuple | None = None, ckpt_path: str | os.PathLike | None = None,
-          resume: bool = False, stop_at: int | None = None, device=None, progress: bool = True) -> TrainResult:
+def train(cfg: TrainConfig, language: Language | None = None, *, data: tuple | None = None, ckpt_path: str | os.PathLike | None = None,
+          resume: bool = False, stop_at: int | None = None, device: str | torch.device | None = None,
+          progress: bool = True) -> TrainResult:
     """Train (or resume, or extend) the MDM (``cfg.model.causal`` False) or AR model of ``cfg``.
 
     ``language``: the language object (default: built from ``cfg.language``).  ``data``: a stored

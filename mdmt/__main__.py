@@ -1,3 +1,6 @@
+"""``python -m mdmt``: the ``mdmt`` console script."""
+
 from .cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # importing the module (documentation tools inspect every submodule) runs nothing
+    raise SystemExit(main())

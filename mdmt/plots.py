@@ -184,9 +184,9 @@ def atlas_figure(results: Sequence[Mapping[str, Any]] | Mapping[str, Any]):
     """
     import numpy as np
 
-    if isinstance(results, Mapping):
-        results = results.get("instances", [results])
-    shown = list(results)[:MAX_ATLAS_PANELS]
+    items: Sequence[Mapping[str, Any]] = (results.get("instances", [results]) if isinstance(results, Mapping)
+                                          else results)
+    shown = list(items)[:MAX_ATLAS_PANELS]
     if not shown:
         raise ValueError("atlas_figure: no instance to draw")
     cols = min(2, len(shown))
@@ -525,3 +525,43 @@ def save(fig, path, software: str, dpi: int = 200):
 
     with _style():  # svg.hashsalt: the ids an SVG file draws with are the same on every run
         return save_figure(fig, path, software, format=figure_format(path), dpi=dpi)
+
+
+# ------------------------------------------------------------------------------------------------ redrawing
+
+REDRAW = {"atlas.json": (("atlas", atlas_figure),),
+          "adaptive_ser.json": (("adaptive_ser", adaptive_ser_figure),),
+          "adaptive_ter.json": (("adaptive_ter", adaptive_ter_figure),),
+          "figure1.json": (("figure1", figure1_figure), ("figure1_paper", figure1_paper_figure))}
+SOFTWARE = {"atlas": "atlas", "adaptive_ser": "adaptive ser", "adaptive_ter": "adaptive ter", "figure1": "figure1",
+            "figure1_paper": "figure1_paper"}
+
+
+def redraw(path, fmt: str = "png") -> list[Path]:
+    """Redraw the figures of a result JSON that a command wrote (atlas.json, adaptive_ser.json,
+    adaptive_ter.json, figure1.json) next to it, from its numbers alone: the figures of a committed result
+    re-made after a change of drawing, without recomputing it.  Returns the files written."""
+    import json
+
+    path = Path(path)
+    if path.name not in REDRAW:
+        raise ValueError(f"{path}: mdmt redraws {', '.join(REDRAW)}")
+    if fmt not in FORMATS:
+        raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    result = json.loads(path.read_text(encoding="utf-8"))
+    written = []
+    for name, draw in REDRAW[path.name]:
+        written.append(save(draw(result), path.with_name(f"{name}.{fmt}"), SOFTWARE[name]))
+    return written
+
+
+if __name__ == "__main__":  # python -m mdmt.plots [--format pdf] RESULT.json ...
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m mdmt.plots", description=(redraw.__doc__ or "").split("\n")[0])
+    parser.add_argument("paths", nargs="+", metavar="RESULT.json")
+    parser.add_argument("--format", choices=FORMATS, default="png")
+    args = parser.parse_args()
+    for p in args.paths:
+        for f in redraw(p, args.format):
+            print(f)

@@ -24,6 +24,8 @@ measured seconds (in its worker) are in :attr:`Sweep.seconds` once it has finish
 
 from __future__ import annotations
 
+from typing import Any, Callable, Iterable, Sequence
+
 import logging
 import math
 import os
@@ -162,8 +164,9 @@ class Sweep:
                 cluster.close()
 
 
-def run_parts(function, parts, *, jobs: int = 1, scheduler: str | None = None, progress: bool = False,
-              desc: str = "parts", costs=None, labels=None) -> Sweep:
+def run_parts(function: Callable[[Any], Any], parts: Iterable[Any], *, jobs: int = 1, scheduler: str | None = None,
+              progress: bool = False, desc: str = "parts", costs: Sequence[float] | None = None,
+              labels: Sequence[str] | None = None) -> Sweep:
     """A :class:`Sweep`: iterate it for ``(index, function(parts[index]))`` as each part finishes."""
     return Sweep(function, parts, jobs=jobs, scheduler=scheduler, progress=progress, desc=desc, costs=costs,
                  labels=labels)

@@ -23,6 +23,7 @@ import numpy as np
 from . import inference
 from ..resources import check_memory, check_work, threads
 from ..validation import DEFAULT_ATOL, as_rng, positive_int, probability_array, token_array
+from mdmt.constructions.types import ArrayLike
 
 
 def dense_hmm_bytes(n_states: int, n_symbols: int) -> int:
@@ -50,7 +51,7 @@ class HMM:
 
     kind = "hmm"
 
-    def __init__(self, startprob, transmat, emissionprob, *, atol: float = DEFAULT_ATOL):
+    def __init__(self, startprob: ArrayLike, transmat: ArrayLike, emissionprob: ArrayLike, *, atol: float = DEFAULT_ATOL):
         pi = probability_array("startprob", startprob, 1, atol=atol)
         A = probability_array("transmat", transmat, 2, atol=atol)
         B = probability_array("emissionprob", emissionprob, 2, atol=atol)
@@ -90,7 +91,7 @@ class HMM:
             and np.array_equal(self.emissionprob_, other.emissionprob_)
         )
 
-    __hash__ = None  # arrays are compared by value
+    __hash__ = None  # type: ignore[assignment]  # arrays are compared by value
 
     def check_tokens(self, X, *, allow_mask: bool = True) -> np.ndarray:
         """Validate a batch of (partially revealed) sequences; returns int64 (n, L)."""

@@ -37,6 +37,7 @@ from ..resources import check_memory, format_bytes
 from ..validation import DuplicateKeyError, json_loads_unique, regular_file  # noqa: F401  (DuplicateKeyError: also exported here)
 from .hmm import HMM
 from .ngram import NGram
+from mdmt.constructions.types import Language, PathLike
 
 FORMAT = "mdmt-language"
 VERSION = 1
@@ -152,7 +153,7 @@ def is_npz(path) -> bool:
     return Path(path).suffix.lower() == ".npz"
 
 
-def save_language(language, path, *, name: str | None = None, metadata: dict | None = None) -> Path:
+def save_language(language: Language, path: PathLike, *, name: str | None = None, metadata: dict | None = None) -> Path:
     """Write ``language`` to ``path``: NumPy's ``.npz`` for that extension (any case), JSON for any other.
 
     ``name`` and ``metadata`` (a JSON-serialisable dict) are stored alongside.  The file is
@@ -170,7 +171,7 @@ def save_language(language, path, *, name: str | None = None, metadata: dict | N
         arrays = {k: np.asarray(v, dtype=np.float64) for k, v in d.items() if k in ("initial", "transition", "emission")}
         meta = json.dumps({k: v for k, v in d.items() if k not in arrays}, allow_nan=False)
         with atomic_file(path, "wb") as fh:
-            np.savez(fh, meta=np.array(meta), **arrays)
+            np.savez(fh, meta=np.array(meta), **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as bool
     else:
         text = json.dumps(d, indent=1, allow_nan=False) + "\n"  # ValueError before any file is touched
         with atomic_file(path, "w") as fh:
@@ -253,7 +254,7 @@ def read_document(path) -> dict:
         raise ValueError(f"{path}: invalid JSON (arrays nested too deeply)") from None
 
 
-def load_language(path):
+def load_language(path: PathLike) -> Language:
     """Read a language written by :func:`save_language` (or any file of the documented form)."""
     return language_from_dict(read_document(path), str(path))
 

@@ -29,6 +29,7 @@ from . import ngram_inference
 from .hmm import HMM, check_sample_size, dense_hmm_bytes
 from ..resources import check_memory, check_work
 from ..validation import DEFAULT_ATOL, as_rng, positive_int, probability_array, token_array
+from mdmt.constructions.types import ArrayLike
 
 MAX_ORDER = 64
 """Largest n-gram order accepted (contexts are int64 indices; with |V| >= 2 a larger table cannot exist)."""
@@ -54,7 +55,7 @@ class NGram:
 
     kind = "ngram"
 
-    def __init__(self, n: int, initial, transition, *, atol: float = DEFAULT_ATOL):
+    def __init__(self, n: int, initial: ArrayLike, transition: ArrayLike, *, atol: float = DEFAULT_ATOL):
         n = check_order(n)
         T = probability_array("transition", transition, 2, atol=atol)
         V = T.shape[1]
@@ -96,7 +97,7 @@ class NGram:
             and np.array_equal(self.transition_, other.transition_)
         )
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # arrays are compared by value
 
     @cached_property
     def _tables(self) -> ngram_inference.NGramTables:

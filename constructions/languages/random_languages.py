@@ -66,6 +66,7 @@ from .hmm import HMM
 from .ngram import NGram, check_order
 from ..resources import check_memory
 from ..validation import as_rng, positive_int
+from mdmt.constructions.types import Language, Seed
 
 KAPPA = 8.0
 """Constant of the tempered recipe: a row is ``softmax(KAPPA * log(U) / temperature)``."""
@@ -101,7 +102,7 @@ def random_rows(rng: np.random.Generator, rows: int, size: int, temperature: flo
     return p / p.sum(axis=1, keepdims=True)
 
 
-def random_ngram(n: int, vocab_size: int, temperature: float, threshold: float, seed=None) -> NGram:
+def random_ngram(n: int, vocab_size: int, temperature: float, threshold: float, seed: Seed = None) -> NGram:
     """Algorithm 1: a random n-gram over ``vocab_size`` tokens (see the module docstring for the recipe)."""
     n = check_order(n)
     V = positive_int("vocab_size", vocab_size)
@@ -112,7 +113,7 @@ def random_ngram(n: int, vocab_size: int, temperature: float, threshold: float, 
     return NGram(n, initial, transition)
 
 
-def random_hmm(n_states: int, vocab_size: int, temperature: float, threshold: float, seed=None,
+def random_hmm(n_states: int, vocab_size: int, temperature: float, threshold: float, seed: Seed = None,
                emission_threshold: float | None = None) -> HMM:
     """Algorithm 2: a random HMM with ``n_states`` hidden states over ``vocab_size`` tokens.
 
@@ -173,7 +174,7 @@ PRESETS: dict[str, Preset] = _table1()
 ``hmm-sparse`` (an HMM with a strict support, module docstring)."""
 
 
-def preset(name: str, seed=0):
+def preset(name: str, seed: Seed = 0) -> Language:
     """The Table 1 language ``name`` (a key of ``PRESETS``) drawn with ``seed``."""
     if not isinstance(name, str) or name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")

@@ -23,6 +23,7 @@ from pathlib import Path
 from .interval import MAX_INTERVAL_LENGTH, interval_hmm
 from .io import load_language
 from .random_languages import PRESETS, preset
+from mdmt.constructions.types import Language
 
 FORMS = "preset:NAME[:SEED], interval:l or a language file"
 
@@ -63,7 +64,7 @@ def _parse(spec) -> tuple[str, tuple]:
     return "file", (spec,)
 
 
-def language_from_spec(spec: str):
+def language_from_spec(spec: str) -> Language:
     """The language a SPEC names (module docstring); ``ValueError`` naming the spec otherwise."""
     kind, args = _parse(spec)
     if kind == "preset":

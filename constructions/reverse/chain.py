@@ -42,6 +42,7 @@ import numpy as np
 
 from .schedules import as_pi, revealed_before
 from .tables import Tables, build_tables, support_table
+from mdmt.constructions.types import ArrayLike, Denoiser, Language, RevealProbabilities
 
 
 def subset_entropies(tables: Tables) -> np.ndarray:
@@ -115,7 +116,7 @@ def _powers(x: np.ndarray, k: np.ndarray) -> np.ndarray:
     return np.where(k[None, :] == 0, 1.0, np.asarray(x, dtype=np.float64)[:, None] ** np.maximum(k, 0)[None, :])
 
 
-def chain_quantities(language, L: int, pi, denoiser=None, tables: Tables | None = None,
+def chain_quantities(language: Language, L: int, pi: RevealProbabilities, denoiser: Denoiser | None = None, tables: Tables | None = None,
                      table: np.ndarray | None = None, per_step: bool = False) -> dict:
     """E_tau KL(q||p_tau), E_tau sum_j E_q TC_j and E_tau sum_j learning_j, by linearity (module docstring).
 
@@ -170,7 +171,7 @@ def chain_quantities(language, L: int, pi, denoiser=None, tables: Tables | None 
     return out
 
 
-def assignment_quantities(language, tau, denoiser=None, tables: Tables | None = None,
+def assignment_quantities(language: Language, tau: ArrayLike, denoiser: Denoiser | None = None, tables: Tables | None = None,
                           table: np.ndarray | None = None) -> dict:
     """For one reveal assignment tau (int (L,), steps >= 1): KL(q||p_tau), TC_j and learning_j per step.
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..languages.interval import partners
 from ..validation import MASK
+from mdmt.constructions.types import Language
 
 
 class _FromOracle:
@@ -61,7 +62,7 @@ class OracleDenoiser(_FromOracle):
         return f"OracleDenoiser({self.language!r})"
 
 
-def oracle_denoiser(language) -> OracleDenoiser:
+def oracle_denoiser(language: Language) -> OracleDenoiser:
     """The oracle denoiser of ``language`` (an :class:`OracleDenoiser`); see the module docstring."""
     return OracleDenoiser(language)
 
@@ -73,7 +74,7 @@ class TemperedOracle(_FromOracle):
     every beta > 0 and 0 only at beta = 1.
     """
 
-    def __init__(self, language, beta: float):
+    def __init__(self, language: Language, beta: float):
         try:
             b = float(beta)
         except (TypeError, ValueError):
@@ -103,7 +104,7 @@ class UniformMixture(_FromOracle):
     -log(1 - lam) (p >= (1 - lam) q pointwise) whatever the context.
     """
 
-    def __init__(self, language, lam: float):
+    def __init__(self, language: Language, lam: float):
         try:
             lm = float(lam)
         except (TypeError, ValueError):
@@ -147,7 +148,7 @@ class BitBiasedInterval(_FromOracle):
     pair revealed in the same step then disagree with probability 2u(1-u).
     """
 
-    def __init__(self, language, l: int, u: float):
+    def __init__(self, language: Language, l: int, u: float):
         try:
             uu = float(u)
         except (TypeError, ValueError):

@@ -25,6 +25,7 @@ from .chain import chain_quantities
 from .schedules import as_pi, expected_nfe, p_distinct, reveal_rates
 from .tables import Tables, build_tables, denoiser_table, support_table
 from ..numba_cache import configure_numba_cache
+from mdmt.constructions.types import Denoiser, Language, RevealProbabilities
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
@@ -173,7 +174,7 @@ class ExactResult:
         return float(self.p[int(x @ (V ** np.arange(self.L - 1, -1, -1)))])
 
 
-def exact_output_law(language, L: int, pi, denoiser=None, support_only: bool = True,
+def exact_output_law(language: Language, L: int, pi: RevealProbabilities, denoiser: Denoiser | None = None, support_only: bool = True,
                      tables: Tables | None = None, table: np.ndarray | None = None) -> ExactResult:
     """p_N on V^L for the oracle (``denoiser=None``) or any denoiser, by the chain on partial assignments.
 
@@ -200,7 +201,7 @@ def exact_output_law(language, L: int, pi, denoiser=None, support_only: bool = T
     return ExactResult(tables.sequences, tables.q, f[tables.full_index], pi, support_only)
 
 
-def exact_metrics(language, L: int, pi, denoiser=None) -> dict:
+def exact_metrics(language: Language, L: int, pi: RevealProbabilities, denoiser: Denoiser | None = None) -> dict:
     """Exact KL(q || p_N) (nats, bits/token), SER, P_distinct, E[NFE] and the proof-chain expectations."""
     tables = build_tables(language, L)
     pi = as_pi(pi)

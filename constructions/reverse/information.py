@@ -37,6 +37,7 @@ from ..languages.ngram import NGram, as_hmm
 from ..validation import as_rng, positive_int
 from .chain import subset_entropies
 from .tables import Tables, log_q_on_grid
+from mdmt.constructions.types import Language, Seed
 
 MAX_EXACT_SEQUENCES = 1 << 22  # V^L sequences enumerated by the exact method
 AUTO_EXACT_SEQUENCES = 1 << 18
@@ -177,7 +178,7 @@ def information_monte_carlo(language, L: int, num: int = 2000, seed=0, level: fl
     return out
 
 
-def information_quantities(language, L: int, method: str = "auto", num: int = 2000, seed=0, level: float = 0.95) -> dict:
+def information_quantities(language: Language, L: int, method: str = "auto", num: int = 2000, seed: Seed = 0, level: float = 0.95) -> dict:
     """H(X), H(X_i), H(X_i | X_-i), I(X_i; X_-i), TC and DTC (module docstring for the methods).
 
     ``auto``: ``windowed`` for an n-gram, ``exact`` for an HMM with V^L <= 2^18, else ``monte_carlo``.

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..validation import positive_int
 from .schedules import as_pi, log_convolve, p_distinct
+from mdmt.constructions.types import RevealProbabilities
 
 
 def check_lengths(l: int, L: int) -> tuple[int, int]:
@@ -97,7 +98,7 @@ def rho(l: int, pi) -> float:
     return math.exp(log_rho(l, pi))
 
 
-def oracle_ser(l: int, L: int, pi) -> float:
+def oracle_ser(l: int, L: int, pi: RevealProbabilities) -> float:
     """Exact SER of the oracle sampler on the interval HMM: 1 - rho^(L/l)."""
     l, L = check_lengths(l, L)
     return float(-math.expm1((L // l) * log_rho(l, pi)))

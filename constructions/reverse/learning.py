@@ -38,6 +38,9 @@ import numpy as np
 from ..validation import MASK, as_rng, positive_int
 from .chain import _log_pred_terms, chain_quantities
 from .tables import Tables, build_tables, denoiser_table
+from typing import Sequence
+
+from mdmt.constructions.types import Denoiser, Language, RevealProbabilities, Seed
 
 AUTO_EXACT_STATES = 1 << 16
 METHODS = ("auto", "exact", "monte_carlo")
@@ -140,8 +143,8 @@ def _monte_carlo(language, denoiser, L: int, num: int, seed, batch: int, quantil
     return out
 
 
-def learning_error(language, denoiser, L: int, *, method: str = "auto", num: int = 256, seed=0, batch: int = 128,
-                   quantiles=(0.9, 0.99), level: float = 0.95, pi=None, tables: Tables | None = None) -> dict:
+def learning_error(language: Language, denoiser: Denoiser, L: int, *, method: str = "auto", num: int = 256, seed: Seed = 0, batch: int = 128,
+                   quantiles: Sequence[float] = (0.9, 0.99), level: float = 0.95, pi: RevealProbabilities = None, tables: Tables | None = None) -> dict:
     """The learning error of ``denoiser`` against the oracle of ``language`` at length ``L`` (module docstring).
 
     ``denoiser`` follows the denoiser protocol (a trained MDM wrapped in

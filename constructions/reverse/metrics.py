@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from ..confidence import binomial_interval, mean_interval
+from mdmt.constructions.types import ArrayLike, Language
 
 KEYS = ("num", "length", "ser", "ser_ci", "ser_interval", "off_support", "gen_nll_per_token", "gen_nll_ci",
         "gen_perplexity", "gen_perplexity_ci", "in_support_perplexity")
@@ -30,7 +31,7 @@ def _exp(v: float) -> float:
     return math.inf if v > 700 else math.exp(v)
 
 
-def sample_metrics(language, samples, level: float = 0.95, method: str = "wilson") -> dict:
+def sample_metrics(language: Language, samples: ArrayLike, level: float = 0.95, method: str = "wilson") -> dict:
     """SER by support check (binomial CI) and generative perplexity exp(E_p[-ln q(x)]/L) (CI on the mean).
 
     Keys (:data:`KEYS`): ``num``, ``length``, ``ser``, ``ser_ci``, ``ser_interval`` (the interval's

@@ -34,6 +34,7 @@ from .exact import ExactResult
 from .policies import FIXED, NO_SCORE, RATE, SIZE, Policy, score_table, step_count, step_cut
 from .tables import Tables, build_tables, denoiser_table, support_table
 from ..numba_cache import configure_numba_cache
+from mdmt.constructions.types import Denoiser, Language
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
@@ -253,7 +254,7 @@ class PolicyLaw:
     expected_nfe: float | None  # None: it depends on the tokens and the chain was cut at the support
 
 
-def exact_policy_law(language, L: int, policy: Policy, denoiser=None, support_only: bool = True,
+def exact_policy_law(language: Language, L: int, policy: Policy, denoiser: Denoiser | None = None, support_only: bool = True,
                      tables: Tables | None = None, table: np.ndarray | None = None) -> PolicyLaw:
     """The output law of ``policy`` with the oracle (``denoiser=None``) or any denoiser (module docstring).
 
@@ -278,7 +279,7 @@ def exact_policy_law(language, L: int, policy: Policy, denoiser=None, support_on
     return PolicyLaw(res, nfe)
 
 
-def teacher_forced(language, L: int, policy: Policy, denoiser=None, tables: Tables | None = None,
+def teacher_forced(language: Language, L: int, policy: Policy, denoiser: Denoiser | None = None, tables: Tables | None = None,
                    table: np.ndarray | None = None, track_patterns: bool = False) -> dict:
     """Exact expectations along x ~ q with the policy's own choices (module docstring).
 

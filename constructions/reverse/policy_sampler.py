@@ -35,6 +35,7 @@ from .denoisers import oracle_denoiser
 from .policies import FIXED, RATE, SIZE, Policy, score_table, step_count, step_cut
 from .sampler import SampleResult, draw_tokens
 from ..numba_cache import configure_numba_cache
+from mdmt.constructions.types import Denoiser, Language, Seed
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
@@ -151,7 +152,7 @@ def _run(language, L: int, policy: Policy, num: int, den, rng, batch: int, x_tru
     return X, nfe, reveal_step, logp
 
 
-def sample_policy(language, L: int, policy: Policy, num: int, denoiser=None, seed=None, batch: int = 512) -> SampleResult:
+def sample_policy(language: Language, L: int, policy: Policy, num: int, denoiser: Denoiser | None = None, seed: Seed = None, batch: int = 512) -> SampleResult:
     """Draw ``num`` sequences from the policy's reverse process with the oracle (None) or any denoiser; seeded."""
     L = positive_int("L", L)
     num = positive_int("num", num, minimum=0)
@@ -163,7 +164,7 @@ def sample_policy(language, L: int, policy: Policy, num: int, denoiser=None, see
     return SampleResult(X, nfe, steps, time.perf_counter() - t0, "generic")
 
 
-def teacher_forced_estimate(language, L: int, policy: Policy, num: int, denoiser=None, seed=None, level: float = 0.95,
+def teacher_forced_estimate(language: Language, L: int, policy: Policy, num: int, denoiser: Denoiser | None = None, seed: Seed = None, level: float = 0.95,
                             batch: int = 512) -> dict:
     """Monte Carlo estimate of E[log q(x) - log p_traj(x)]/L >= KL(q || p)/L along x ~ q, with a CI (module docstring).
 

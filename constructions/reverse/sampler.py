@@ -59,6 +59,7 @@ from ..validation import MASK, as_rng, positive_int
 from .denoisers import oracle_denoiser
 from .schedules import as_pi
 from ..numba_cache import configure_numba_cache
+from mdmt.constructions.types import Denoiser, Language, RevealProbabilities, Seed
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
@@ -714,7 +715,7 @@ def check_sample_memory(num: int, L: int, alternative: str = "draw fewer or shor
                  8 * (2 * num * L + num) + 32 * min(num, BLOCK) * L, alternative)
 
 
-def sample_mdm(language, L: int, pi, num: int, denoiser=None, seed=None, batch: int = 512,
+def sample_mdm(language: Language, L: int, pi: RevealProbabilities, num: int, denoiser: Denoiser | None = None, seed: Seed = None, batch: int = 512,
                method: str = "auto") -> SampleResult:
     """Run the N-step sampler with the oracle (``denoiser=None``) or any denoiser; seeded, batched.
 
@@ -774,7 +775,7 @@ def assignment_log_ratio(language, X, pi, denoiser=None, seed=None, batch: int =
     return language.log_likelihood(X) - logp
 
 
-def assignment_kl_estimate(language, L: int, pi, num: int, denoiser=None, seed=None, level: float = 0.95,
+def assignment_kl_estimate(language: Language, L: int, pi: RevealProbabilities, num: int, denoiser: Denoiser | None = None, seed: Seed = None, level: float = 0.95,
                            batch: int = 512, method: str = "auto") -> dict:
     """Monte Carlo estimate of E_tau[KL(q || p_tau)] / L with a CI: an upper bound on the TER gap (C1, Lemma B.2).
 

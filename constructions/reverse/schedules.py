@@ -59,6 +59,7 @@ import numpy as np
 
 from ..validation import positive_int
 from ..numba_cache import configure_numba_cache
+from mdmt.constructions.types import ArrayLike, RevealProbabilities
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
@@ -330,7 +331,7 @@ def get_schedule(name: str, **params) -> Schedule:
     return SCHEDULES[name](**params)
 
 
-def parse_schedule(spec) -> Schedule:
+def parse_schedule(spec: str | Schedule) -> Schedule:
     """A schedule from its SPEC: ``NAME``, ``NAME:PARAM`` (loglinear:EPS, warmstart:FIRST), or ``p1,p2,...``.
 
     A :class:`Schedule` is returned as it is.
@@ -355,7 +356,7 @@ def parse_schedule(spec) -> Schedule:
     return ExplicitSchedule(values)
 
 
-def reveal_probabilities(schedule, N: int | None = None) -> np.ndarray:
+def reveal_probabilities(schedule: str | Schedule | ArrayLike, N: int | None = None) -> np.ndarray:
     """The one boundary from a schedule to pi (N,): validated, read-only.
 
     ``schedule``: a :class:`Schedule`, a SPEC string (:func:`parse_schedule`; names need N), or an
@@ -468,12 +469,12 @@ def _log_elementary_symmetric(log_p, L):
     return log_e[L]
 
 
-def p_distinct(pi, L: int) -> float:
+def p_distinct(pi: RevealProbabilities, L: int) -> float:
     """P_distinct = L! e_L(pi_1..pi_N): the probability that every step reveals at most one token."""
     return float(math.exp(log_p_distinct(pi, L)))
 
 
-def expected_nfe(pi, L: int) -> float:
+def expected_nfe(pi: RevealProbabilities, L: int) -> float:
     """E[NFE] under ddpm_cache: sum_j 1 - (1 - pi_j)^L (the steps that reveal something)."""
     pi = as_pi(pi)
     L = positive_int("L", L)

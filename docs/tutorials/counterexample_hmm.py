@@ -44,21 +44,25 @@ print(path.name, path.stat().st_size, "bytes")
 # %% [markdown]
 # ## Sample, score, and compare with hmmlearn
 #
-# `sample(n, L, seed)` draws sequences; `score` is the total log-likelihood, as in hmmlearn, and
-# `score_samples` the log-likelihood of each sequence.
+# The batch forms draw and score many sequences at once: `sample_sequences(n, L, seed)` and
+# `log_likelihood(X)` (one value per row; masked positions are summed out). The names mdmt shares with
+# hmmlearn mean what they mean there: `sample(n_samples, random_state)` returns one sequence with its hidden
+# states, and `score(X, lengths)` the total log-likelihood of sequences concatenated in a column.
 
 # %%
-X = hmm.sample(5, 12, seed=0)
+X = hmm.sample_sequences(5, 12, seed=0)
 print(X)
-print("log-likelihood of each sequence:", np.round(hmm.score_samples(X), 4))
-print("total:", round(hmm.score(X), 4))
+print("log-likelihood of each sequence:", np.round(hmm.log_likelihood(X), 4))
+print("total, hmmlearn's score:", round(hmm.score(X.reshape(-1, 1), lengths=[12] * 5), 4))
+x, z = hmm.sample(12, random_state=0)
+print("one sequence:", x[:, 0], "its hidden states:", z)
 
 # %%
 from mdmt.constructions.languages.io import to_hmmlearn
 
 peer = to_hmmlearn(hmm)
-ours = hmm.score_samples(X)
-theirs = np.array([peer.score(x.reshape(-1, 1)) for x in X])
+ours = hmm.log_likelihood(X)
+theirs = np.array([peer.score(row.reshape(-1, 1)) for row in X])
 print("largest difference from hmmlearn:", np.abs(ours - theirs).max())
 assert np.allclose(ours, theirs)
 
