@@ -106,6 +106,13 @@ def _colours(keys: Iterable) -> dict:
     return {k: palette[i % len(palette)] for i, k in enumerate(dict.fromkeys(keys))}
 
 
+MARKERS = "osD^v<>phX*"  # one per series, so that series lying on each other stay visible
+
+
+def _markers(keys: Iterable) -> dict:
+    return {k: MARKERS[i % len(MARKERS)] for i, k in enumerate(dict.fromkeys(keys))}
+
+
 def _not_reached(ax, xs, label: str, colour) -> None:
     """Upward arrows on the panel's upper edge at ``xs``: the target was not reached within the swept N."""
     if xs:
@@ -224,7 +231,7 @@ def atlas_figure(results: Sequence[Mapping[str, Any]] | Mapping[str, Any]):
             lang = _short(inst.get("language", "")) if inst.get("language") else "language"
             ax.set_title(f"{lang}: L = {inst['length']}, N = {inst['steps']}\n"
                          f"TC = {inst['total_correlation']:.3g}, DTC = {inst['dual_total_correlation']:.3g} nats")
-            ax.legend(loc="best", fontsize=6.5)
+        _collect_legend(fig, fig.axes, ncol=3)  # below the panels: never over a bar
     return fig
 
 
@@ -236,7 +243,7 @@ def adaptive_ser_figure(result: Mapping[str, Any]):
     curves, mins = result["curves"], result["min_steps"]
     ls = sorted({r["l"] for r in curves} | {r["l"] for r in mins})
     specs = list(dict.fromkeys(r["policy"] for r in curves + mins))
-    colour = _colours(specs)
+    colour, marker = _colours(specs), _markers(specs)
     with _style():
         fig = _figure(max(COLUMN_WIDTH, 2.9 * len(ls)) + 1.6, 5.2)
         axes = fig.subplots(2, len(ls), squeeze=False)
@@ -250,8 +257,8 @@ def adaptive_ser_figure(result: Mapping[str, Any]):
                 if len(rs) == 1 and rs[0]["N"] is None:
                     ax.plot([rs[0]["nfe"]], [rs[0]["ser"]], "*", ms=8, color=colour[spec], label=label)
                 else:
-                    ax.plot([r["nfe"] for r in rs], [r["ser"] for r in rs], marker="o", ms=2.5, color=colour[spec],
-                            label=label)
+                    ax.plot([r["nfe"] for r in rs], [r["ser"] for r in rs], marker=marker[spec], ms=3.5, mfc="none",
+                            color=colour[spec], label=label)
                 if spec.startswith("iid"):
                     ax.plot([r["nfe"] for r in rs], [r["theorem44_lower"] for r in rs], "k--", lw=1,
                             label="Theorem 4.4 lower bound, ε = 0")
@@ -266,9 +273,12 @@ def adaptive_ser_figure(result: Mapping[str, Any]):
                 rs = [r for r in mins if r["l"] == l and r["policy"] == spec]
                 got = [r for r in rs if r["reached"]]
                 if got:
-                    ax.plot([r["L"] for r in got], [r["nfe"] for r in got], marker="o", ms=2.5, color=colour[spec])
-                _not_reached(ax, [r["L"] for r in rs if not r["reached"]], "not reached (arrow at the top)",
-                             colour[spec])
+                    ax.plot([r["L"] for r in got], [r["nfe"] for r in got], marker=marker[spec], ms=3.5, mfc="none",
+                            color=colour[spec])
+                _not_reached(ax, [r["L"] for r in rs if not r["reached"]], "_nolegend_", colour[spec])
+            if any(not r["reached"] for r in mins if r["l"] == l):  # one legend entry, in black
+                ax.scatter([], [], marker="$\\uparrow$", s=90, color="k",
+                           label="not reached within the sweep (arrow at the top, the rule's colour)")
             if Ls:
                 ax.plot(Ls, Ls, "k:", lw=1, label="NFE = L")
                 _log2_axis(ax, Ls)
@@ -289,7 +299,7 @@ def adaptive_ter_figure(result: Mapping[str, Any]):
     limit) meets the target, against L; arrows mark lengths where a rule never met it."""
     rows = result["rows"]
     specs = list(dict.fromkeys(r["policy"] for r in rows))
-    colour = _colours(specs)
+    colour, marker = _colours(specs), _markers(specs)
     Ls = sorted({r["L"] for r in rows})
     with _style():
         fig = _figure(COLUMN_WIDTH * 1.5, 2.9)
@@ -298,7 +308,8 @@ def adaptive_ter_figure(result: Mapping[str, Any]):
             rs = [r for r in rows if r["policy"] == p]
             ok = [r for r in rs if r["nfe"] is not None and r["ci"] is not None and r["ci"][1] <= result["target"]]
             if ok:
-                ax.plot([r["L"] for r in ok], [r["nfe"] for r in ok], marker="o", ms=2.5, color=colour[p], label=p)
+                ax.plot([r["L"] for r in ok], [r["nfe"] for r in ok], marker=marker[p], ms=4, mfc="none",
+                        color=colour[p], label=p)
             _not_reached(ax, [r["L"] for r in rs if r not in ok], f"{p}: not reached", colour[p])
         ax.plot(Ls, Ls, "k:", lw=1, label="NFE = L")
         ax.set_yscale("log")
@@ -306,7 +317,10 @@ def adaptive_ter_figure(result: Mapping[str, Any]):
         ax.set_xlabel("sequence length L")
         ax.set_ylabel(f"mean NFE reaching KL/L ≤ {result['target']:g}")
         ax.set_title(f"{_short(result['language'])}: steps to a KL/L target")
-        ax.legend(loc="outside right center" if len(specs) > 4 else "best")
+        if len(specs) > 4:  # many rules: the legend beside the panel, not over the curves
+            fig.legend(*ax.get_legend_handles_labels(), loc="outside right center")
+        else:
+            ax.legend(loc="best")
     return fig
 
 
