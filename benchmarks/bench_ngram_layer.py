@@ -1,4 +1,5 @@
-"""The n-gram layer's MDM posterior on the CPU: compiled kernels against the batched tensor recursion.
+"""The n-gram layer's MDM posterior on the CPU: compiled kernels against the batched tensor recursion, and the
+row-at-a-time kernels the layer runs against the previous ones that kept every row's arrays.
 
     python benchmarks/bench_ngram_layer.py [--repeats 5]
 
@@ -8,6 +9,12 @@ start symbol) on a training batch of the ``tiny`` recipe (64 sequences of L = 64
 of the loss sum over masked positions of -log q_theta(x_i | x_U), one torch thread.  Both paths
 are timed in one run (median of the repeats after a warm-up, CPU seconds), and their outputs and
 gradients are compared (the compiled path keeps float64 inside, the tensor path float32).
+
+Second table, the kernels alone (the same batch): the previous algorithm, ``ngram_forward`` keeping
+(B, T, R, V) arrays for ``ngram_backward``, against ``ngram_posterior`` (forward alone: sampling,
+evaluation) and ``ngram_backward_recompute`` (the gradient recomputing each row on scratch arrays),
+for a training step (forward + backward) and for a sampling call (forward alone); the outputs and
+gradients must be equal bit for bit.
 """
 
 import argparse
@@ -64,6 +71,38 @@ def main():
     print(f"  tensor / compiled = {ratio:.1f}x;  loss {lc:.6f} vs {lt:.6f};  "
           f"max |gradient difference| {float((gc - gt).abs().max()):.2e} (max |gradient| {float(gt.abs().max()):.2e})")
     np.testing.assert_allclose(lc, lt, rtol=1e-5)
+    kernels(layer, ids, a.repeats)
+
+
+def _median_cpu(fn, repeats):
+    fn()  # warm-up (and compilation)
+    cpu = []
+    for _ in range(repeats):
+        c = time.process_time()
+        fn()
+        cpu.append(time.process_time() - c)
+    return statistics.median(cpu)
+
+
+def kernels(layer, ids, repeats):
+    from mdmt.empirical.ngram_kernels import ngram_backward, ngram_backward_recompute, ngram_forward, ngram_posterior
+
+    P = layer.conditional().detach().double().numpy()
+    idn = ids.numpy().astype(np.int64)
+    V, k = layer.V, layer.n - 1
+    G = np.random.default_rng(3).normal(size=(*idn.shape, V))
+    old = ngram_forward(P, idn, V, k)
+    assert np.array_equal(ngram_posterior(P, idn, V, k), old[0], equal_nan=True)
+    assert np.array_equal(ngram_backward_recompute(G, P, idn, V, k), ngram_backward(G, P, idn, V, k, *old[1:]))
+    rows = {"training step (forward + backward)": (
+                lambda: ngram_backward(G, P, idn, V, k, *ngram_forward(P, idn, V, k)[1:]),
+                lambda: (ngram_posterior(P, idn, V, k), ngram_backward_recompute(G, P, idn, V, k))),
+            "sampling call (forward alone)": (lambda: ngram_forward(P, idn, V, k),
+                                              lambda: ngram_posterior(P, idn, V, k))}
+    print(f"kernels alone, same batch, {repeats} repeats (median CPU ms); outputs and gradients equal bit for bit")
+    for what, (before, now) in rows.items():
+        t0, t1 = _median_cpu(before, repeats), _median_cpu(now, repeats)
+        print(f"  {what:36s} stored arrays {1e3 * t0:7.1f}   row at a time {1e3 * t1:7.1f}   ratio {t0 / t1:.2f}x")
 
 
 if __name__ == "__main__":

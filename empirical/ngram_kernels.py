@@ -157,28 +157,35 @@ def ngram_forward(P, ids, V, k):
     return out, pred, beta, z, y, q, live, need
 
 
+@nb.njit(cache=True)
+def _row_scratch(T, R, V):
+    """Scratch arrays of one sequence's recursion: pred, beta (T, R, V), z, y (T,), q (T, V), live (T, R),
+    need (T, R, V); :func:`_reset_row` readies them for the next row."""
+    return (np.empty((T, R, V)), np.empty((T, R, V)), np.empty(T), np.empty(T), np.empty((T, V)),
+            np.empty((T, R), dtype=np.bool_), np.empty((T, R, V), dtype=np.bool_))
+
+
+@nb.njit(cache=True)
+def _reset_row(z, y, q, live, need):
+    """The entry state :func:`_posterior_row` expects: normalisers 1, posterior 0, nothing live or needed."""
+    z[:] = 1.0
+    y[:] = 1.0
+    q[:] = 0.0
+    live[:] = False
+    need[:] = False
+
+
 @nb.njit(cache=True, error_model="numpy")
 def ngram_posterior(P, ids, V, k):
     """The log posterior of :func:`ngram_forward` alone (no gradient to come: sampling, evaluation), the same
     numbers bit for bit: the same row recursion on scratch arrays of one sequence, reused row after row,
     which stay in cache where the (B, T, R, V) arrays of the gradient's version do not."""
-    W = V + 1
-    R = W ** (k - 1)
+    R = (V + 1) ** (k - 1)
     B, T = ids.shape
     out = np.zeros((B, T, V))
-    pred = np.empty((T, R, V))
-    beta = np.empty((T, R, V))
-    z = np.empty(T)
-    y = np.empty(T)
-    q = np.empty((T, V))
-    live = np.empty((T, R), dtype=np.bool_)
-    need = np.empty((T, R, V), dtype=np.bool_)
+    pred, beta, z, y, q, live, need = _row_scratch(T, R, V)
     for b in range(B):
-        z[:] = 1.0
-        y[:] = 1.0
-        q[:] = 0.0
-        live[:] = False
-        need[:] = False
+        _reset_row(z, y, q, live, need)
         _posterior_row(P, ids[b], V, k, pred, beta, z, y, q, out[b], live, need)
     return out
 
@@ -282,27 +289,15 @@ def ngram_backward_recompute(G, P, ids, V, k):
     recomputed on scratch arrays (the same numbers: the recursion is deterministic) just before its share of
     the gradient, so the gradient is the same bit for bit, at the cost of a second forward of one row at a
     time that stays in cache."""
-    W = V + 1
-    R = W ** (k - 1)
-    S = R * W
+    R = (V + 1) ** (k - 1)
     B, T = ids.shape
-    gP = np.zeros((S, V))
-    pred = np.empty((T, R, V))
-    beta = np.empty((T, R, V))
-    z = np.empty(T)
-    y = np.empty(T)
-    q = np.empty((T, V))
+    gP = np.zeros((R * (V + 1), V))
+    pred, beta, z, y, q, live, need = _row_scratch(T, R, V)
     out = np.empty((T, V))
-    live = np.empty((T, R), dtype=np.bool_)
-    need = np.empty((T, R, V), dtype=np.bool_)
     gpred = np.empty((T, R, V))
     gbeta = np.empty((T, R, V))
     for b in range(B):
-        z[:] = 1.0
-        y[:] = 1.0
-        q[:] = 0.0
-        live[:] = False
-        need[:] = False
+        _reset_row(z, y, q, live, need)
         _posterior_row(P, ids[b], V, k, pred, beta, z, y, q, out, live, need)
         _backward_row(G[b], P, ids[b], V, k, pred, beta, z, y, q, live, need, gpred, gbeta, gP)
     return gP

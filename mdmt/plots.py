@@ -459,8 +459,8 @@ def _figure1_targets(ax, recs, role) -> None:
                     label=f"{_short(name)}: {rs[0]['exact_what']}")
     _log2_axis(ax, [t["L"] for t in recs] or [64])
     ax.set_yscale("log", base=2)
-    tops = [v for t in recs for v in (t["smallest_N"], t.get("exact_N"), t["largest_N_swept"]) if v]
-    ax.set_ylim(0.7, 1.6 * max(tops or [2]))  # fixed: a panel where no target is reached still has a scale
+    values = [v for t in recs for v in (t["smallest_N"], t.get("exact_N"), t["largest_N_swept"]) if v]
+    ax.set_ylim(max(0.7, min(values or [1]) / 2), 1.6 * max(values or [2]))  # set: a panel reaching no target has one
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel("sequence length L")
     ax.set_ylabel("smallest N reaching the target")
@@ -468,7 +468,7 @@ def _figure1_targets(ax, recs, role) -> None:
     ax.set_title("oracle MDM: steps to " + (TER_TARGET_WORDS if role == "ter" else SER_TARGET_WORDS).format(
         target=target))
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", fontsize=6.5)
+        ax.legend(loc="best", fontsize=6.5)
 
 
 def figure1_paper_figure(result: Mapping[str, Any]):
