@@ -19,6 +19,7 @@ import re
 import time
 from dataclasses import dataclass
 
+from mdmt.results import Result
 from mdmt.constructions.languages.interval import interval_hmm
 from mdmt.constructions.languages.ngram import NGram
 from mdmt.constructions.languages.random_languages import random_hmm, random_ngram
@@ -186,9 +187,10 @@ def summarize(rows: list[Row]) -> tuple[list[dict], list[dict]]:
 
 
 def verify(quick: bool = True, pattern: str | None = None, progress: Callable[[int, int, str], object] | None = None,
-           keep_rows: bool = False) -> dict:
+           keep_rows: bool = False) -> Result:
     """Run the selected families; the summary per family and per (family, instance), the violated rows
-    (all rows with ``keep_rows``), and the instances' legend."""
+    (all rows with ``keep_rows``), and the instances' legend: a :class:`mdmt.results.Result` whose tables are
+    ``families``, ``groups``, ``violated`` (and ``rows``)."""
     t0 = time.perf_counter()
     rows = run_checks(quick, pattern, progress)
     fams, groups = summarize(rows)
@@ -199,7 +201,7 @@ def verify(quick: bool = True, pattern: str | None = None, progress: Callable[[i
            "instances": {i.key: i.description for i in instances(quick)}}
     if keep_rows:
         out["rows"] = [row_dict(r) for r in rows]
-    return out
+    return Result(out, tables=("families", "groups", "violated") + (("rows",) if keep_rows else ()))
 
 
 def row_dict(r: Row) -> dict:

@@ -7,12 +7,14 @@
                                     against the entropy rate, checkpoint and exact resume;
 * :mod:`mdmt.empirical.sampling`    the ddpm_cache sampler (Eq. 3) for networks, and AR sampling;
 * :mod:`mdmt.empirical.metrics`     the entropy rate and the AR model's KL;
+* :mod:`mdmt.empirical.evaluation`  a trained network measured against its language (``mdmt evaluate``);
 * :mod:`mdmt.empirical.data`        seeded data sets on disk;
 * :mod:`mdmt.empirical.experiments` Figure 1 as a resumable experiment;
 * provenance of every result: :mod:`mdmt.provenance`.
 
 Public names (loaded on first use, so that importing the package stays light): ``ModelConfig``,
-``TrainConfig``, ``load_run``, ``load_model``, ``sample_model``, ``Figure1``, ``Figure1Config``,
+``TrainConfig``, ``load_run``, ``load_model``, ``sample_model``, ``evaluate`` (``mdmt evaluate``: validation gap,
+learning error, SER and perplexity against N), ``Figure1``, ``Figure1Config``,
 ``entropy_rate``, ``set_threads``; training is ``mdmt.train`` (``train`` here is the submodule).
 
 Importing this package does not import torch; the submodules do.  It sets ``OMP_WAIT_POLICY=PASSIVE``
@@ -50,6 +52,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
     "mdmt.empirical", globals(),
     {"ModelConfig": "mdmt.empirical.model", "TrainConfig": "mdmt.empirical.run_config",
      "load_run": "mdmt.empirical.train", "load_model": "mdmt.empirical.train",
-     "sample_model": "mdmt.empirical.sampling", "Figure1": "mdmt.empirical.experiments",
+     "sample_model": "mdmt.empirical.sampling", "evaluate": "mdmt.empirical.evaluation",
+     "Figure1": "mdmt.empirical.experiments",
      "Figure1Config": "mdmt.empirical.experiments", "entropy_rate": "mdmt.empirical.metrics"})
 __all__ = sorted([*__all__, "set_threads"])

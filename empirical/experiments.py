@@ -56,6 +56,7 @@ from mdmt.constructions.languages.spec import canonical_spec, interval_length_of
 from mdmt.constructions.outputs import write_csv, write_text
 from mdmt.constructions.validation import positive_int, seed_of
 from mdmt.defaults import SER_TARGET, TER_TARGET  # the targets of Figure 1's third row, defined once
+from mdmt.results import Result
 
 from .data import check_length
 
@@ -466,7 +467,7 @@ class Figure1:
             self.log(f"  [{done}/{len(parts)}] {_part_label(parts[k])} done ({sweep.seconds[k]:.0f} s; "
                      f"{time.perf_counter() - t0:.0f} s in all)")
 
-    def run(self) -> dict:
+    def run(self) -> Result:
         cfg = self.cfg
         t0 = time.perf_counter()
         langs = [(n, "ter") for n in cfg.ter_languages] + [(n, "ser") for n in cfg.ser_languages]
@@ -499,7 +500,7 @@ class Figure1:
                 out[s["language"]] = s
         return out
 
-    def assemble(self) -> dict:
+    def assemble(self) -> Result:
         """Write figure1.csv, figure1.json and the figures (figure1.png: the TER-gap view, :func:`mdmt.plots.figure1_figure`;
         figure1_paper.png: the paper's axes, :func:`mdmt.plots.figure1_paper_figure`; or .pdf / .svg, by
         ``figure_format``) from the points present."""
@@ -512,8 +513,8 @@ class Figure1:
         runs = prov.get("provenance", [])
         if self.provenance is not None:
             runs = runs + [self.provenance]
-        result = {"config": self.cfg.to_dict(), "summaries": self.summaries(), "targets": targets, "rows": rows,
-                  "provenance": runs}
+        result = Result({"config": self.cfg.to_dict(), "summaries": self.summaries(), "targets": targets,
+                         "rows": rows, "provenance": runs}, tables=("rows", "targets"), figure="figure1_figure")
         if rows:
             from mdmt.plots import figure1_figure, figure1_paper_figure, save
 

@@ -16,7 +16,7 @@ another of the same vocabulary) it reports
 from __future__ import annotations
 
 from ._common import (integer, add_json, add_length, add_num, add_schedule, add_seed, at_least, format_table, int_list,
-                      learning_error_line, print_json)
+                      learning_error_line, print_json, schedule_pi)
 
 
 def add_arguments(p):
@@ -40,40 +40,6 @@ def add_arguments(p):
     add_json(p)
 
 
-def evaluate_network(model, lang, L: int, steps, *, schedule: str = "linear", num: int = 512, val_num: int = 512,
-                     learning_error_num: int = 256, seed: int = 0, batch: int = 256) -> dict:
-    """The numbers of the module docstring for a network ``model`` and a language ``lang`` at length L."""
-    import numpy as np
-    import torch
-
-    from mdmt.constructions.reverse.learning import learning_error
-    from mdmt.constructions.reverse.metrics import sample_metrics
-    from mdmt.empirical.sampling import MDMDenoiser, sample_model
-    from mdmt.empirical.train import paired_gap, seed_of, sequence_nll
-
-    from ._common import schedule_pi
-
-    kind = "ar" if model.cfg.causal else "mdm"
-    out = {"kind": kind, "L": L, "parameters": model.num_parameters(), "val_gap": None}
-    if kind == "ar" or L == model.cfg.seq_len:  # an MDM's NELBO is over its whole length
-        x = np.asarray(lang.sample_sequences(val_num, L, np.random.default_rng(seed_of(seed, 30))), dtype=np.int64)
-        nll = sequence_nll(model, torch.as_tensor(x), seed_of(seed, 31), 8, batch=batch)
-        out["val_gap"] = paired_gap(nll, -lang.log_likelihood(x) / L)
-    if kind == "mdm" and learning_error_num:
-        out["learning_error"] = learning_error(lang, MDMDenoiser(model, batch=batch), L, method="monte_carlo",
-                                               num=learning_error_num, seed=seed_of(seed, 32) % 2**32, batch=batch)
-    points = []
-    for N in (steps if kind == "mdm" else [L]):
-        pi = schedule_pi(schedule, N) if kind == "mdm" else None
-        res = sample_model(model, num, L, pi, seed=seed_of(seed, 33, N) % 2**31, batch=batch)
-        m = sample_metrics(lang, res.samples)
-        points.append({"N": N, "nfe_mean": float(res.nfe.mean()), "ser": m["ser"], "ser_ci": m["ser_ci"],
-                       "gen_perplexity": m["gen_perplexity"], "gen_perplexity_ci": m["gen_perplexity_ci"],
-                       "gen_nll_per_token": m["gen_nll_per_token"], "seconds": res.seconds})
-    out["points"] = points
-    return out
-
-
 def run(args) -> int:
     from .sample import load_network
 
@@ -87,8 +53,12 @@ def run(args) -> int:
         raise ValueError(f"--learning-error-num {args.learning_error_num} measures the learning error of an MDM; it "
                          f"does not apply to the AR checkpoint {args.checkpoint}")
     le_num = 256 if args.learning_error_num is None else args.learning_error_num
-    res = evaluate_network(model, lang, L, steps, schedule=args.schedule, num=args.num, val_num=args.num_val,
-                           learning_error_num=le_num, seed=args.seed, batch=args.batch)
+    from mdmt.empirical.evaluation import evaluate
+
+    for N in steps if not model.cfg.causal else ():
+        schedule_pi(args.schedule, N)  # a schedule or an N the schedule refuses is named here, with its flag
+    res = evaluate(model, lang, L, steps, schedule=args.schedule.strip(), num=args.num, val_num=args.num_val,
+                   learning_error_num=le_num, seed=args.seed, batch=args.batch)
     res = {"checkpoint": args.checkpoint, "language": spec, **res}
     if args.json:
         print_json(res)
