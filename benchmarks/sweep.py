@@ -26,6 +26,7 @@ import argparse
 import collections
 import csv
 import json
+import re
 import math
 import sys
 import tempfile
@@ -38,8 +39,15 @@ sys.path.insert(0, str(ROOT))
 RUN = ROOT / "docs" / "results" / "figure1_tiny"
 
 
+PART_LINE = re.compile(r"\] (\S+): (?:networks|oracle at L = (\d+)) done \((\d+) s;")
+
+
 def committed_parts():
-    """(config, {part key: measured seconds}, {part key: part tuple}) of the committed Figure 1 run."""
+    """(config, {part key: measured seconds}, {part key: part tuple}) of the committed Figure 1 run.
+
+    A part's seconds are those its worker measured, as the run printed them (run.log, the command's
+    output); a run without that log falls back to the sum of its points' sampling seconds and its
+    networks' training seconds (which leave out the rest of a part: metrics, the assignment KL)."""
     from mdmt.empirical.experiments import Figure1Config
 
     d = json.loads((RUN / "figure1.json").read_text())
@@ -55,6 +63,12 @@ def committed_parts():
     for name, s in d["summaries"].items():
         measured[(name, "networks", 0)] += sum(v["wall_seconds"] for v in s.values()
                                                if isinstance(v, dict) and "wall_seconds" in v)
+    log = RUN / "run.log"
+    if log.exists():
+        logged = {(m.group(1), "oracle" if m.group(2) else "networks", int(m.group(2) or 0)): float(m.group(3))
+                  for m in PART_LINE.finditer(log.read_text())}
+        if set(logged) == set(measured):
+            measured = logged
     return cfg, dict(measured), parts
 
 
