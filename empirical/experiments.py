@@ -248,7 +248,7 @@ class Figure1:
     """A Figure 1 run in folder ``out`` (see the module docstring); :meth:`run` does all that is missing."""
 
     def __init__(self, cfg: Figure1Config, out: str | os.PathLike, *, device: str | None = None, progress: bool = True,
-                 log: Callable[[str], object] = print, provenance: dict | None = None, jobs: int = 1, scheduler: str | None = None,
+                 log: Callable[[str], object] = print, provenance: dict | None = None, jobs: int | None = 1, scheduler: str | None = None,
                  figure_format: str = "png"):
         from mdmt.plots import FORMATS
         from mdmt.sweep import scheduler_address
@@ -258,7 +258,7 @@ class Figure1:
         self.figure_format = figure_format
 
         self.cfg, self.out, self.progress, self.log = cfg, Path(out), progress, log
-        self.jobs = positive_int("jobs", jobs)
+        self.jobs = None if jobs is None else positive_int("jobs", jobs)  # None: mdmt.sweep.auto_jobs
         self.scheduler = scheduler_address(scheduler)
         if needs_networks(cfg.kinds):  # the networks: torch (the empirical extra) and a device
             from .device import torch_device
@@ -452,17 +452,19 @@ class Figure1:
         process (same seeds; the networks' training up to float32 rounding).  Each part writes its points and
         checkpoints into ``out`` as it goes (atomically), so a part rerun after a lost worker, or a rerun of the
         command, resumes from them; on a cluster, ``out`` must be a folder every worker sees."""
-        parts = self._parts(langs)
-        if (self.jobs < 2 and self.scheduler is None) or len(parts) < 2:
-            return
-        from mdmt.sweep import run_parts
+        from mdmt.sweep import auto_jobs, run_parts
 
+        parts = self._parts(langs)
+        costs = [part_seconds(self.cfg, p) for p in parts]
+        jobs = auto_jobs(sum(costs), len(parts)) if self.jobs is None else self.jobs
+        if (jobs < 2 and self.scheduler is None) or len(parts) < 2:
+            return
         t0 = time.perf_counter()
-        where = f"the Dask cluster at {self.scheduler}" if self.scheduler else f"{self.jobs} processes"
+        where = f"the Dask cluster at {self.scheduler}" if self.scheduler else f"{jobs} processes"
         self.log(f"{len(parts)} parts on {where}, longest expected first")
         sweep = run_parts(_part_job, [(self.cfg.to_dict(), str(self.out), str(self.device), *p) for p in parts],
-                          jobs=self.jobs, scheduler=self.scheduler, progress=self.progress, desc="figure1 parts",
-                          costs=[part_seconds(self.cfg, p) for p in parts], labels=[_part_label(p) for p in parts])
+                          jobs=jobs, scheduler=self.scheduler, progress=self.progress, desc="figure1 parts",
+                          costs=costs, labels=[_part_label(p) for p in parts])
         for done, (k, _) in enumerate(sweep, 1):
             self.log(f"  [{done}/{len(parts)}] {_part_label(parts[k])} done ({sweep.seconds[k]:.0f} s; "
                      f"{time.perf_counter() - t0:.0f} s in all)")

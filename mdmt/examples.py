@@ -20,7 +20,7 @@ EXAMPLES = {
               "# empirical extra", "mdmt train --language preset:2gram-ter --ar -L 32 --train-steps 200 --out runs/ar"],
     "evaluate": ["mdmt evaluate --checkpoint runs/mdm/ckpt.pt -N 8,64   # empirical extra"],
     "figure1": ["mdmt figure1 --kinds oracle --lengths 64,128 --steps 8,64 --out runs/fig1-oracle",
-                "mdmt figure1 --model tiny --jobs 2 --out runs/fig1   # empirical extra; about 55 minutes on 2 cores"],
+                "mdmt figure1 --model tiny --out runs/fig1   # empirical extra; one worker per core (--jobs auto); 54 minutes on 2"],
     "speed": ["mdmt speed --model tiny --lengths 64,128 -N 16   # empirical extra"],
     "atlas": ["mdmt atlas --language interval:3 -L 6 -N 3",
               "mdmt atlas --language preset:2gram --language interval:2 -L 2,4 -N 2 --jobs 2 --out atlas"],

@@ -56,6 +56,26 @@ def _timed(function, part):
     return time.perf_counter() - t0, result
 
 
+AUTO_SECONDS = 60.0  # expected seconds from which ``auto_jobs`` takes every usable core
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform tells it, else the CPU count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def auto_jobs(expected_seconds: float, parts: int) -> int:
+    """The worker count of ``--jobs auto``: one per usable core (at most one per part) when the parts are
+    expected to take at least ``AUTO_SECONDS`` in all, else 1 (this process: a cluster's start, a few seconds,
+    would cost more than it saves)."""
+    if parts < 2 or not expected_seconds >= AUTO_SECONDS:
+        return 1
+    return max(1, min(usable_cores(), parts, MAX_JOBS))
+
+
 def lpt_makespan(seconds, workers: int) -> float:
     """The wall time of parts of the given seconds on ``workers`` workers, longest first, each part to the worker
     free first (the order :class:`Sweep` submits in; scheduling overhead left out)."""

@@ -181,3 +181,32 @@ def test_a_figure1_run_resumed_on_a_local_cluster_recomputes_only_what_is_missin
 
     assert strip(resumed["rows"]) == strip(first["rows"]) and len(points) == 8
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())
+
+
+def test_jobs_auto_takes_every_core_only_for_a_run_worth_a_cluster(monkeypatch):
+    """auto_jobs by hand: 1 below a minute of expected work or for one part; else one worker per usable core, at
+    most one per part.  The default Figure 1 (its cost model: about 110 worker-minutes) gets both cores of the
+    2-core machine; a toy run stays in this process."""
+    import mdmt.sweep as sweep
+    from mdmt.empirical.experiments import Figure1Config, part_seconds
+
+    monkeypatch.setattr(sweep, "usable_cores", lambda: 2)
+    assert sweep.auto_jobs(59.9, 30) == 1 and sweep.auto_jobs(1e6, 1) == 1 and sweep.auto_jobs(float("nan"), 5) == 1
+    assert sweep.auto_jobs(60.0, 30) == 2
+    monkeypatch.setattr(sweep, "usable_cores", lambda: 8)
+    assert sweep.auto_jobs(1e4, 3) == 3 and sweep.auto_jobs(1e4, 30) == 8
+    cfg = Figure1Config(kinds=("oracle",))
+    langs = [(n, "ter") for n in cfg.ter_languages] + [(n, "ser") for n in cfg.ser_languages]
+    parts = [(i, n, r, ("oracle",), (L,)) for i, (n, r) in enumerate(langs) for L in cfg.lengths]
+    assert sum(part_seconds(cfg, p) for p in parts) > sweep.AUTO_SECONDS
+    toy = Figure1Config(kinds=("oracle",), ter_languages=("preset:2gram-ter",), ser_languages=(), lengths=(16,),
+                        steps=(2, 4), num=32)
+    assert part_seconds(toy, (0, "preset:2gram-ter:0", "ter", ("oracle",), (16,))) < sweep.AUTO_SECONDS
+
+
+def test_figure1_jobs_flag_takes_auto_or_a_positive_integer(tmp_path, capsys):
+    from mdmt.cli import main
+
+    for bad, message in (("0", "--jobs must be an integer >= 1, got 0"), ("two", "--jobs")):
+        assert main(["figure1", "--kinds", "oracle", "--out", str(tmp_path / bad), "--jobs", bad]) != 0
+        assert message in capsys.readouterr().err

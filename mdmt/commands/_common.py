@@ -72,6 +72,11 @@ INT64_MAX = 2**63 - 1
 """The largest integer an option takes: every count, length and seed fits a signed 64-bit integer."""
 
 
+def jobs_value(text: str):
+    """The ``type`` of ``--jobs`` where it may be ``auto``: the word, or an integer (:func:`integer`)."""
+    return "auto" if text.strip().lower() == "auto" else integer(text)
+
+
 def integer(text: str) -> int:
     """The ``type`` of integer options: an integer that fits 64 bits, so that no later NumPy
     conversion can wrap it around (argparse names the flag in its error, with the value as given)."""

@@ -18,7 +18,7 @@ as a horizontal line); both drawn by :mod:`mdmt.plots`.
 
 from __future__ import annotations
 
-from ._common import (add_force, add_format, add_json, add_length, add_model, add_schedule, add_scheduler, add_seed, add_steps,
+from ._common import (add_force, add_format, add_json, jobs_value, add_length, add_model, add_schedule, add_scheduler, add_seed, add_steps,
                       at_least, int_list, integer, name_list, names, print_json, scheduler_of)
 
 
@@ -50,10 +50,11 @@ def add_arguments(p):
                    help="sequences for the measured learning error and the AR KL (default: the scale's)")
     add_schedule(p)
     add_seed(p, what=" of training, sampling and measurement")
-    p.add_argument("--jobs", type=integer, default=1,
+    p.add_argument("--jobs", type=jobs_value, default="auto",
                    help="compute the run's parts (each language's networks with their points, its oracle "
                         "curve at each length) on this many worker processes of an embedded Dask cluster, one torch "
-                        "and one numba thread each, longest expected first (default 1)")
+                        "and one numba thread each, longest expected first; auto: one per usable core when the "
+                        "parts are expected to take a minute or more, else this process (default auto)")
     add_scheduler(p)
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -110,14 +111,14 @@ def run(args) -> int:
                         seed=args.seed, schedule=args.schedule)
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print
     prov = record()
-    at_least("--jobs", args.jobs)
+    jobs = None if args.jobs == "auto" else at_least("--jobs", args.jobs)
     scheduler = scheduler_of(args)
     # before the work: a file there that mdmt did not write is refused unless --force, and one run writes at a time
     same = written_by_mdmt(cfg, args.format)
     check_output_folder(args.out, files=list(same), force=args.force, same=same)
     with output_lock(args.out):
         fig = Figure1(cfg, args.out, device=args.device, progress=not args.no_progress, log=log, provenance=prov,
-                      jobs=args.jobs, scheduler=scheduler, figure_format=args.format)
+                      jobs=jobs, scheduler=scheduler, figure_format=args.format)
         result = fig.run()
         md = markdown_tables(result)
         write_text(Path(args.out) / "figure1.md", "\n".join(describe(p) for p in result["provenance"]) + "\n\n" + md)
