@@ -27,12 +27,26 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+def _type_checking_only(tree) -> set[int]:
+    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks: imports for annotations, never run."""
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return skip
+
+
 def _imports(name: str, path: Path) -> set[str]:
-    """The mdmt modules that a module imports (absolute or relative, at any depth of the file)."""
+    """The mdmt modules that a module imports when it runs (absolute or relative, at any depth of the file;
+    not those under ``if TYPE_CHECKING:``, which only type checkers read)."""
     is_pkg = path.name == "__init__.py"
     base = name.split(".") if is_pkg else name.split(".")[:-1]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    skip = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 target = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
