@@ -169,3 +169,21 @@ def test_curve_ter_takes_the_schedule_grammar(capsys):
     assert [r["chain_bound"] for r in rows("--schedule", "loglinear")] != [r["chain_bound"] for r in bare]
     assert main(["curve", "ter", "--schedule", "0.5,0.5"]) == 2
     assert "explicit reveal probabilities fix N" in capsys.readouterr().err
+
+
+def test_a_text_table_writes_each_column_in_one_number_format():
+    """format_table by hand: a column within five decades in fixed point with its largest value's 6 significant
+    digits; a wider one (or one below 1e-4) all in scientific notation; ints, None, inf and lists as stated."""
+    from mdmt.commands._common import column_format, format_table
+
+    fixed = column_format([1.49493, 0.000291846, 0.5])
+    assert [fixed(v) for v in (1.49493, 0.000291846, 0.5)] == ["1.49493", "0.00029", "0.50000"]
+    sci = column_format([1.49493, 9.9995e-05])
+    assert [sci(v) for v in (1.49493, 9.9995e-05)] == ["1.49493e+00", "9.99950e-05"]
+    big = column_format([123456.0, 2.5])
+    assert big(2.5) == "2" and big(123456.0) == "123456"  # 6 significant digits of the largest value
+    mixed = column_format([3, None, float("inf"), -float("inf"), [0.25, 0.5]])
+    assert [mixed(v) for v in (3, None, float("inf"), -float("inf"), [0.25, 0.5])] == [
+        "3", "-", "inf", "-inf", "[0.250000, 0.500000]"]
+    table = format_table(["a", "b"], [[1, 0.5], [2, 0.000291846]], marks=[["", ""], ["", " !"]]).splitlines()
+    assert table[2].split() == ["1", "0.500000"] and table[3].split() == ["2", "0.000292", "!"]

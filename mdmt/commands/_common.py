@@ -290,7 +290,8 @@ def column_format(values) -> Callable:
     with the decimals that give its largest value 6 significant digits; otherwise scientific notation with
     6 significant digits.  Integers stay integers, infinities are ``inf``/``-inf``, None is ``-``.
     """
-    mags = [abs(float(v)) for v in values if isinstance(v, (float, np.floating)) and math.isfinite(v) and v != 0]
+    flat = [x for v in values for x in (v if isinstance(v, (list, tuple, np.ndarray)) else [v])]
+    mags = [abs(float(v)) for v in flat if isinstance(v, (float, np.floating)) and math.isfinite(v) and v != 0]
     if mags and min(mags) >= 1e-4 and max(mags) < 1e6 and max(mags) < 1e5 * min(mags):
         decimals = max(0, 5 - math.floor(math.log10(max(mags))))
         number = f"{{:.{decimals}f}}".format
@@ -321,8 +322,7 @@ def format_table(header: list[str], rows: list[list], left: tuple = (), marks: l
     Columns are right-aligned, those whose indices are in ``left`` left-aligned.
     """
     columns = list(zip(*rows)) if rows else []
-    formats = [column_format([x for v in col for x in (v if isinstance(v, (list, tuple, np.ndarray)) else [v])])
-               for col in columns]
+    formats = [column_format(col) for col in columns]
     cells = [[formats[i](v) + (marks[j][i] if marks else "") for i, v in enumerate(r)] for j, r in enumerate(rows)]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
     line = lambda r: "  ".join((c.ljust(w) if i in left else c.rjust(w))  # noqa: E731
