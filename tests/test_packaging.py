@@ -211,9 +211,12 @@ def _public_callables():
 
     for module in (mdmt, mdmt.bounds, mdmt.empirical):
         for name in module.__all__:
-            if module is mdmt.empirical and name != "set_threads" and not _has_torch():
-                continue  # the networks' names load torch
-            obj = getattr(module, name)
+            try:
+                obj = getattr(module, name)
+            except ImportError:  # a networks' name (mdmt.train, mdmt.empirical.*) where torch is not installed
+                if _has_torch():
+                    raise
+                continue
             if inspect.isclass(obj):
                 if "__init__" in obj.__dict__:
                     yield f"{module.__name__}.{name}", obj.__init__, False
