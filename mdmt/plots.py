@@ -349,6 +349,18 @@ def _errorbar(ax, rows, key, **kw):
     ax.errorbar([r["N"] for r in rows], y, yerr=np.maximum(np.vstack([y - lo, hi - y]), 0), capsize=1.5, **kw)
 
 
+def _steps_panel(ax, role: str, ter_label: str, title: str, steps) -> None:
+    """The axes of a Figure 1 panel against N: a TER panel's label, or SER in [0, 1]; the title; N on log2."""
+    if role == "ter":
+        ax.set_ylabel(ter_label)
+    else:
+        ax.set_ylabel("SER")
+        ax.set_ylim(-0.03, 1.03)
+    ax.set_title(title)
+    _log2_axis(ax, steps)
+    ax.set_xlabel("sampling steps N")
+
+
 def _languages(rows, role):
     return list(dict.fromkeys(r["language"] for r in rows if r["role"] == role))
 
@@ -415,24 +427,18 @@ def figure1_figure(result: Mapping[str, Any]):
                                   ).format(target=target))
                 if role == "ter":
                     ax.axhline(0.0, color="0.6", lw=0.6)
-                    ax.set_ylabel("TER gap (nats/token)")
-                    ax.set_title(f"{_short(name)}: TER gap against N")
-                else:
-                    ax.set_ylabel("SER")
-                    ax.set_ylim(-0.03, 1.03)
-                    ax.set_title(f"{_short(name)}: SER against N")
-                    if all(r["ser"] == 0 for r in rs):
-                        ax.text(0.5, 0.5, "SER = 0 at every point:\nevery sample lies in the support",
-                                transform=ax.transAxes, ha="center", va="center",
-                                bbox=dict(facecolor="white", edgecolor="0.6"))
-                _log2_axis(ax, [r["N"] for r in rs])
-                ax.set_xlabel("sampling steps N")
+                elif all(r["ser"] == 0 for r in rs):
+                    ax.text(0.5, 0.5, "SER = 0 at every point:\nevery sample lies in the support",
+                            transform=ax.transAxes, ha="center", va="center", bbox=dict(facecolor="white", edgecolor="0.6"))
+                _steps_panel(ax, role, "TER gap (nats/token)", f"{_short(name)}: "
+                             + ("TER gap against N" if role == "ter" else "SER against N"), [r["N"] for r in rs])
             _collect_legend(sub, axes)
         if roles_with_targets:
             sub = subs[-1]
             axes = sub.subplots(1, len(roles_with_targets), squeeze=False)[0]
             for ax, role in zip(axes, roles_with_targets):
                 _figure1_targets(ax, [t for t in targets if t["role"] == role and t["kind"] == "oracle"], role)
+            _collect_legend(sub, axes, ncol=3)  # below the panels: their curves fill every corner
         fig.suptitle(f"TER gap and SER against sampling steps N: oracle MDM at every L, "
                      f"{result.get('config', {}).get('model', 'tiny')} networks")
     return fig
@@ -467,8 +473,7 @@ def _figure1_targets(ax, recs, role) -> None:
     key, target = _metric(role, recs)
     ax.set_title("oracle MDM: steps to " + (TER_TARGET_WORDS if role == "ter" else SER_TARGET_WORDS).format(
         target=target))
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="best", fontsize=6.5)
+
 
 
 def figure1_paper_figure(result: Mapping[str, Any]):
@@ -506,14 +511,8 @@ def figure1_paper_figure(result: Mapping[str, Any]):
                 true = next((r["true_perplexity"] for r in rs if _finite(r.get("true_perplexity"))), None)
                 if true is not None:
                     ax.axhline(true, color="0.3", ls=":", lw=1, label="true perplexity exp(H/L)")
-                ax.set_ylabel("generative perplexity")
-                ax.set_title(f"{_short(name)}: perplexity, L = {L0}")
-            else:
-                ax.set_ylabel("SER")
-                ax.set_ylim(-0.03, 1.03)
-                ax.set_title(f"{_short(name)}: SER, L = {L0}")
-            _log2_axis(ax, [r["N"] for r in rs] or [L0])
-            ax.set_xlabel("sampling steps N")
+            _steps_panel(ax, role, "generative perplexity", f"{_short(name)}: "
+                         + ("perplexity" if role == "ter" else "SER") + f", L = {L0}", [r["N"] for r in rs] or [L0])
         _collect_legend(fig, axes[:len(panels)])
         fig.suptitle(f"Figure 1 (paper's axes): {result.get('config', {}).get('model', 'tiny')} networks "
                      f"and the oracle at L = {L0}")
