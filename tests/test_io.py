@@ -190,6 +190,8 @@ def test_the_names_hmm_shares_with_hmmlearn_mean_what_they_mean_there():
     assert lang.score(flat, lengths) == pytest.approx(model.score(flat, lengths), rel=1e-10)
     assert lang.score(flat, lengths) == pytest.approx(lang.log_likelihood(X).sum(), rel=1e-12)
     assert lang.score(X[0].reshape(-1, 1)) == pytest.approx(model.score(X[0].reshape(-1, 1)), rel=1e-10)
+    mixed = [4, 9, 4, 10]  # sequences of several lengths, concatenated
+    assert lang.score(flat[:27], mixed) == pytest.approx(model.score(flat[:27], mixed), rel=1e-10)
     x, z = lang.sample(50, random_state=3)
     hx, hz = model.sample(50, random_state=3)
     assert x.shape == hx.shape == (50, 1) and z.shape == hz.shape == (50,)

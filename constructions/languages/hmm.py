@@ -20,10 +20,11 @@ from functools import cached_property
 
 import numpy as np
 
+from mdmt.constructions.types import ArrayLike
+
 from . import inference
 from ..resources import check_memory, check_work, threads
 from ..validation import DEFAULT_ATOL, as_rng, positive_int, probability_array, token_array
-from mdmt.constructions.types import ArrayLike
 
 
 def dense_hmm_bytes(n_states: int, n_symbols: int) -> int:
@@ -163,9 +164,13 @@ class HMM:
         lengths = [X.shape[0]] if lengths is None else [positive_int("lengths", int(n)) for n in lengths]
         if sum(lengths) != X.shape[0]:
             raise ValueError(f"score: lengths sum to {sum(lengths)}, but X holds {X.shape[0]} samples")
-        ends = np.cumsum(lengths)
-        return float(sum(self.log_likelihood(self.check_tokens(X[e - n:e][None, :], allow_mask=False))[0]
-                         for n, e in zip(lengths, ends)))
+        X = self.check_tokens(X[None, :], allow_mask=False)[0]  # every symbol checked once, no masks
+        starts = np.cumsum([0] + lengths[:-1])
+        total = 0.0
+        for n in sorted(set(lengths)):  # the sequences of each length scored as one batch
+            batch = np.stack([X[s:s + n] for s, m in zip(starts, lengths) if m == n])
+            total += float(self.log_likelihood(batch).sum())
+        return total
 
     def sample(self, n_samples: int = 1, random_state=None) -> tuple[np.ndarray, np.ndarray]:
         """hmmlearn's ``sample``: one sequence of ``n_samples`` symbols with its hidden states, as
