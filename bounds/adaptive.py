@@ -224,11 +224,8 @@ def _study_results(parts, jobs, scheduler, progress, desc) -> list:
     """The parts' results in part order, computed in this process or on Dask (:func:`mdmt.sweep.run_parts`)."""
     from mdmt.sweep import run_parts
 
-    results: list = [None] * len(parts)
-    for k, r in run_parts(study_part, parts, jobs=jobs, scheduler=scheduler, desc=desc, progress=progress,
-                          costs=[study_part_cost(p) for p in parts]):
-        results[k] = r
-    return results
+    return run_parts(study_part, parts, jobs=jobs, scheduler=scheduler, desc=desc, progress=progress,
+                     costs=[study_part_cost(p) for p in parts]).results()
 
 
 def ser_steps_grid(curve_length: int) -> list[int]:

@@ -49,10 +49,10 @@ from mdmt.constructions.validation import positive_int
 
 from mdmt.defaults import ATLAS_PROCESSES
 from mdmt.results import Result
+from mdmt.constructions.types import Denoiser, Language
 
 from .dependencies import dependencies_for_assignment, expected_dependencies
 from .statements import CHAIN_BOUND
-from mdmt.constructions.types import Denoiser, Language
 
 DEFAULT_PROCESSES = ATLAS_PROCESSES  # every family the atlas knows (mdmt.defaults)
 COLUMNS = ("process", "expected_nfe", "kl", "kl_bits_per_token", "ser", "assignment_kl", "total_correlation",
@@ -241,10 +241,8 @@ def atlas_sweep(languages: Iterable[str], lengths: Iterable[int], steps: Iterabl
     parts = [(str(spec), int(L), int(N), processes) for spec in languages for L in lengths for N in steps]
     if not parts:
         raise ValueError("atlas_sweep: give at least one language, length and step count")
-    results: list = [None] * len(parts)
-    for k, res in run_parts(atlas_part, parts, jobs=jobs, scheduler=scheduler, desc="atlas instances",
-                            progress=progress, costs=[atlas_part_cost(p) for p in parts]):
-        results[k] = res
+    results = run_parts(atlas_part, parts, jobs=jobs, scheduler=scheduler, desc="atlas instances",
+                        progress=progress, costs=[atlas_part_cost(p) for p in parts]).results()
     return Result({"instances": results}, figure="atlas_figure", derived={"rows": sweep_rows})
 
 

@@ -27,9 +27,8 @@ enumeration does not decide exactly.  Only the oracle denoiser is certified (eps
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,10 +37,10 @@ from mdmt.constructions.languages.ngram import NGram
 from mdmt.constructions.reverse.policies import (IID, EntropySum, FixedOrder, RandomSizes, Sizes, Threshold, TopK,
                                                   fixed_step_sizes, parse_policy)
 from mdmt.constructions.validation import positive_int
+from mdmt.constructions.types import Language
 
 from . import brute_force as bf
 from .intervals import LogSum, to_arb
-from mdmt.constructions.types import Language
 
 if TYPE_CHECKING:
     from .claims import Claim

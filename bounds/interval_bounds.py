@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from mdmt.constructions.reverse.interval_closed_forms import check_lengths, learning_error_value
 from mdmt.constructions.reverse.schedules import p_distinct
+from mdmt.constructions.types import RevealProbabilities
 
 from .statements import MISMATCH, THEOREM_44_BOUND
-from mdmt.constructions.types import RevealProbabilities
 
 
 def mismatch_probability(eps: float) -> float:

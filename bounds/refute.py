@@ -36,21 +36,20 @@ result.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
-
 import contextlib
 import math
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 import numpy as np
 
 from mdmt.constructions.resources import ResourceError
 from mdmt.constructions.validation import positive_int
+from mdmt.constructions.types import Language
 
 from .claims import Claim, ClaimError, parse_claim
-from mdmt.constructions.types import Language
 from .families import Family, instance_size, parse_family  # noqa: F401  (parse_family: public here)
 from .families import family as family_of
 
@@ -574,10 +573,8 @@ def _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certif
     t0 = time.perf_counter()
     parts = [(claim.text, fam, lengths, steps, processes, b, s, refine)
              for b, s in zip(budgets, shard_seeds(seed, shards))]
-    results = [None] * shards
-    for k, res in run_parts(_shard, parts, jobs=jobs, scheduler=scheduler, progress=progress,
-                            desc="mdmt refute shards"):
-        results[k] = res
+    results = run_parts(_shard, parts, jobs=jobs, scheduler=scheduler, progress=progress,
+                        desc="mdmt refute shards").results()
     violating = [(r.candidate.size(), k) for k, r in enumerate(results)
                  if r.candidate is not None and r.candidate.violates]
     tight = [((r.candidate.objective, r.candidate.margin), k) for k, r in enumerate(results)

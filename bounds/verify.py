@@ -9,15 +9,14 @@ schedule for Lemma B.11, N = floor(C_0 L) at l = 2), plus random n-gram and HMM 
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Callable
-
 import contextlib
 import gc
 import math
 import re
 import time
 from dataclasses import dataclass
+from functools import partial
+from typing import Callable
 
 from mdmt.results import Result
 from mdmt.constructions.languages.interval import interval_hmm

@@ -13,9 +13,9 @@ from typing import Iterable
 
 import numpy as np
 
-from mdmt.constructions.types import Language
 from mdmt.constructions.validation import seed_of
 from mdmt.results import Result
+from mdmt.constructions.types import Language
 
 from ._torch import torch
 from .model import Transformer

@@ -41,21 +41,20 @@ machines (the oracle curves on a CPU, the trained models on a GPU) merge by copy
 
 from __future__ import annotations
 
-from typing import Callable
-
 import json
 import math
 import os
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
 from mdmt.constructions.outputs import write_csv, write_text
 from mdmt.constructions.validation import positive_int, seed_of
-from mdmt.defaults import SER_TARGET, TER_TARGET  # the targets of Figure 1's third row, defined once
+from mdmt.defaults import SER_TARGET, TER_TARGET, target_metric  # Figure 1's targets, defined once
 from mdmt.results import Result
 
 from .data import check_length
@@ -63,8 +62,6 @@ from .data import check_length
 KINDS = ("oracle", "mdm", "ar")
 DEFAULT_STEPS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 DEFAULT_LENGTHS = (64, 128, 256, 512)
-FIGURES = {"figure1": "the TER-gap view (mdmt.plots.figure1_figure)",
-           "figure1_paper": "the paper's axes (mdmt.plots.figure1_paper_figure)"}
 
 #: Per model preset: samples per point, sequences for the learning error, validation sequences of training.
 SCALES = {
@@ -518,10 +515,9 @@ class Figure1:
         result = Result({"config": self.cfg.to_dict(), "summaries": self.summaries(), "targets": targets,
                          "rows": rows, "provenance": runs}, tables=("rows", "targets"), figure="figure1_figure")
         if rows:
-            from mdmt.plots import figure1_figure, figure1_paper_figure, save
+            from mdmt.plots import save_figures
 
-            for name, draw in (("figure1", figure1_figure), ("figure1_paper", figure1_paper_figure)):
-                save(draw(result), self.out / f"{name}.{self.figure_format}", name)
+            save_figures(result, self.out, "figure1.json", self.figure_format)
         _write_json(self.out / "figure1.json", result)
         return result
 
@@ -593,10 +589,6 @@ def _part_job(args) -> None:
 
 # ---------------------------------------------------------------------- smallest N reaching a target
 
-def _metric(role: str) -> tuple[str, float]:
-    return ("ter_gap", TER_TARGET) if role == "ter" else ("ser", SER_TARGET)
-
-
 def smallest_steps(points: list[tuple[int, float]], target: float) -> int | None:
     """The smallest N of a sweep from which on every value is <= target (None if the last one is above)."""
     best = None
@@ -656,7 +648,7 @@ def steps_to_target(rows: list[dict], schedule: str) -> list[dict]:
     keys = sorted({(r["language"], r["role"], r["kind"], r["L"]) for r in rows if r["kind"] != "ar"},
                   key=lambda k: (k[1] != "ter", k[0], k[2], k[3]))
     for language, role, kind, L in keys:
-        key, target = _metric(role)
+        key, target = target_metric(role)
         pts = [(r["N"], r[key]) for r in rows if (r["language"], r["kind"], r["L"]) == (language, kind, L)]
         rec = {"language": language, "role": role, "kind": kind, "L": L, "metric": key, "target": target,
                "smallest_N": smallest_steps(pts, target), "largest_N_swept": max(N for N, _ in pts)}

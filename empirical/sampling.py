@@ -41,8 +41,6 @@ with a KV cache (``use_cache=False`` re-runs the prefix, for checking).
 
 from __future__ import annotations
 
-from mdmt.constructions.types import RevealProbabilities
-
 import time
 
 import numpy as np
@@ -52,6 +50,7 @@ from mdmt.constructions.reverse.denoisers import oracle_denoiser
 from mdmt.constructions.reverse.sampler import PROB_TOL, SampleResult, check_denoiser_rows
 from mdmt.constructions.reverse.schedules import as_pi, reveal_rates
 from mdmt.constructions.validation import MASK, positive_int
+from mdmt.constructions.types import RevealProbabilities
 
 from ._torch import F, torch
 from .model import Transformer, ar_input, ar_loss, autocast, subs_log_probs

@@ -53,8 +53,6 @@ floating-point additions.
 
 from __future__ import annotations
 
-from mdmt.constructions.types import Language
-
 import math
 import os
 import signal
@@ -70,6 +68,7 @@ from mdmt.constructions.resources import check_memory
 from mdmt.constructions.languages.io import language_digest
 from mdmt.constructions.languages.spec import language_from_spec
 from mdmt.constructions.validation import seed_of, token_array
+from mdmt.constructions.types import Language
 
 from ._torch import torch
 from .checkpoint import check_writable, read_checkpoint, save_checkpoint

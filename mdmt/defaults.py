@@ -27,3 +27,8 @@ TER_POLICIES = "iid,uniform,random:tc,confidence,margin,entropy,stride,blocks"
 
 TER_TARGET = 0.05  # nats/token: the TER gap a sampler must reach in Figure 1's third row (mdmt figure1)
 SER_TARGET = 0.1  # the SER a sampler must reach there
+
+
+def target_metric(role: str) -> tuple[str, float]:
+    """(row key, target) of a Figure 1 language's role: the TER gap for "ter", the SER for "ser"."""
+    return ("ter_gap", TER_TARGET) if role == "ter" else ("ser", SER_TARGET)

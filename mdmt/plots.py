@@ -335,9 +335,9 @@ def _metric(role: str, targets) -> tuple[str, float]:
     for t in targets:
         if t["role"] == role:
             return t["metric"], t["target"]
-    from mdmt.defaults import SER_TARGET, TER_TARGET
+    from mdmt.defaults import target_metric
 
-    return ("ter_gap", TER_TARGET) if role == "ter" else ("ser", SER_TARGET)
+    return target_metric(role)
 
 
 def _errorbar(ax, rows, key, **kw):
@@ -540,14 +540,24 @@ def save(fig, path, software: str, dpi: int = 200):
         return save_figure(fig, path, software, format=figure_format(path), dpi=dpi)
 
 
-# ------------------------------------------------------------------------------------------------ redrawing
+# ------------------------------------------------------------------------------------------------ the files
 
-REDRAW = {"atlas.json": (("atlas", atlas_figure),),
-          "adaptive_ser.json": (("adaptive_ser", adaptive_ser_figure),),
-          "adaptive_ter.json": (("adaptive_ter", adaptive_ter_figure),),
-          "figure1.json": (("figure1", figure1_figure), ("figure1_paper", figure1_paper_figure))}
-SOFTWARE = {"atlas": "atlas", "adaptive_ser": "adaptive ser", "adaptive_ter": "adaptive ter", "figure1": "figure1",
-            "figure1_paper": "figure1_paper"}
+#: The figures a command writes beside each result JSON: (file stem, the tag it is saved under, the function).
+FIGURES = {"atlas.json": (("atlas", "atlas", atlas_figure),),
+           "adaptive_ser.json": (("adaptive_ser", "adaptive ser", adaptive_ser_figure),),
+           "adaptive_ter.json": (("adaptive_ter", "adaptive ter", adaptive_ter_figure),),
+           "figure1.json": (("figure1", "figure1", figure1_figure),
+                            ("figure1_paper", "figure1_paper", figure1_paper_figure))}
+
+
+def figure_files(source: str, fmt: str = "png") -> dict[str, str]:
+    """{file name: tag} of the figures written beside the result file ``source`` (a key of ``FIGURES``)."""
+    return {f"{stem}.{fmt}": tag for stem, tag, _ in FIGURES[source]}
+
+
+def save_figures(result: Mapping[str, Any], folder, source: str, fmt: str = "png") -> list[Path]:
+    """Draw and save, in ``folder``, every figure of the result that the command writes as ``source``."""
+    return [save(draw(result), Path(folder) / f"{stem}.{fmt}", tag) for stem, tag, draw in FIGURES[source]]
 
 
 def redraw(path, fmt: str = "png") -> list[Path]:
@@ -557,15 +567,11 @@ def redraw(path, fmt: str = "png") -> list[Path]:
     import json
 
     path = Path(path)
-    if path.name not in REDRAW:
-        raise ValueError(f"{path}: mdmt redraws {', '.join(REDRAW)}")
+    if path.name not in FIGURES:
+        raise ValueError(f"{path}: mdmt redraws {', '.join(FIGURES)}")
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    result = json.loads(path.read_text(encoding="utf-8"))
-    written = []
-    for name, draw in REDRAW[path.name]:
-        written.append(save(draw(result), path.with_name(f"{name}.{fmt}"), SOFTWARE[name]))
-    return written
+    return save_figures(json.loads(path.read_text(encoding="utf-8")), path.parent, path.name, fmt)
 
 
 if __name__ == "__main__":  # python -m mdmt.plots [--format pdf] RESULT.json ...

@@ -24,13 +24,12 @@ measured seconds (in its worker) are in :attr:`Sweep.seconds` once it has finish
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
-
 import logging
 import math
 import os
 import re
 import time
+from typing import Any, Callable, Iterable, Sequence
 
 SCHEDULER_ENV = "MDMT_SCHEDULER"
 ONE_THREAD = {name: "1" for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -148,6 +147,13 @@ class Sweep:
         finally:
             if bar is not None:
                 bar.close()
+
+    def results(self) -> list:
+        """Run every part and return their results in part order (not in the order they finished)."""
+        out: list = [None] * len(self.parts)
+        for k, result in self:
+            out[k] = result
+        return out
 
     def _on_dask(self, bar):
         from dask.distributed import Client, LocalCluster, as_completed

@@ -32,12 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
+from mdmt.constructions.types import Language, PathLike
+
 from ..outputs import atomic_file
 from ..resources import check_memory, format_bytes
 from ..validation import DuplicateKeyError, json_loads_unique, regular_file  # noqa: F401  (DuplicateKeyError: also exported here)
 from .hmm import HMM
 from .ngram import NGram
-from mdmt.constructions.types import Language, PathLike
 
 FORMAT = "mdmt-language"
 VERSION = 1

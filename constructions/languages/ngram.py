@@ -25,11 +25,12 @@ from functools import cached_property
 
 import numpy as np
 
+from mdmt.constructions.types import ArrayLike
+
 from . import ngram_inference
 from .hmm import HMM, check_sample_size, dense_hmm_bytes
 from ..resources import check_memory, check_work
 from ..validation import DEFAULT_ATOL, as_rng, positive_int, probability_array, token_array
-from mdmt.constructions.types import ArrayLike
 
 MAX_ORDER = 64
 """Largest n-gram order accepted (contexts are int64 indices; with |V| >= 2 a larger table cannot exist)."""

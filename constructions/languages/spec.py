@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mdmt.constructions.types import Language
+
 from .interval import MAX_INTERVAL_LENGTH, interval_hmm
 from .io import load_language
 from .random_languages import PRESETS, preset
-from mdmt.constructions.types import Language
 
 FORMS = "preset:NAME[:SEED], interval:l or a language file"
 

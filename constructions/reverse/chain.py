@@ -40,9 +40,10 @@ import math
 
 import numpy as np
 
+from mdmt.constructions.types import ArrayLike, Denoiser, Language, RevealProbabilities
+
 from .schedules import as_pi, revealed_before
 from .tables import Tables, build_tables, support_table
-from mdmt.constructions.types import ArrayLike, Denoiser, Language, RevealProbabilities
 
 
 def subset_entropies(tables: Tables) -> np.ndarray:

@@ -22,9 +22,10 @@ import math
 
 import numpy as np
 
+from mdmt.constructions.types import Language
+
 from ..languages.interval import partners
 from ..validation import MASK
-from mdmt.constructions.types import Language
 
 
 class _FromOracle:

@@ -21,11 +21,12 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from mdmt.constructions.types import Denoiser, Language, RevealProbabilities
+
 from .chain import chain_quantities
 from .schedules import as_pi, expected_nfe, p_distinct, reveal_rates
 from .tables import Tables, build_tables, denoiser_table, support_table
 from ..numba_cache import configure_numba_cache
-from mdmt.constructions.types import Denoiser, Language, RevealProbabilities
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 

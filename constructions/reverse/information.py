@@ -32,12 +32,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from mdmt.constructions.types import Language, Seed
+
 from ..confidence import mean_interval
 from ..languages.ngram import NGram, as_hmm
 from ..validation import as_rng, positive_int
 from .chain import subset_entropies
 from .tables import Tables, log_q_on_grid
-from mdmt.constructions.types import Language, Seed
 
 MAX_EXACT_SEQUENCES = 1 << 22  # V^L sequences enumerated by the exact method
 AUTO_EXACT_SEQUENCES = 1 << 18

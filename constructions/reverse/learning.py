@@ -32,15 +32,16 @@ The two agree within the Monte Carlo interval (tested).
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
+
+from mdmt.constructions.types import Denoiser, Language, RevealProbabilities, Seed
 
 from ..validation import MASK, as_rng, positive_int
 from .chain import _log_pred_terms, chain_quantities
 from .tables import Tables, build_tables, denoiser_table
-from typing import Sequence
 
-from mdmt.constructions.types import Denoiser, Language, RevealProbabilities, Seed
 
 AUTO_EXACT_STATES = 1 << 16
 METHODS = ("auto", "exact", "monte_carlo")

@@ -30,11 +30,12 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from mdmt.constructions.types import Denoiser, Language
+
 from .exact import ExactResult
 from .policies import FIXED, NO_SCORE, RATE, SIZE, Policy, score_table, step_count, step_cut
 from .tables import Tables, build_tables, denoiser_table, support_table
 from ..numba_cache import configure_numba_cache
-from mdmt.constructions.types import Denoiser, Language
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from typing import Callable
 import sys
+from typing import Callable
 
 import numpy as np
 
@@ -122,11 +122,10 @@ def scheduler_of(args) -> str | None:
         raise ValueError(f"{flag} {str(exc).partition(' ')[2]}") from None
 
 
-FIGURE_FORMATS = ("png", "pdf", "svg")  # mdmt.plots.FORMATS, without importing matplotlib for --help
-
-
 def add_format(parser) -> None:
-    parser.add_argument("--format", choices=FIGURE_FORMATS, default="png",
+    from mdmt.plots import FORMATS  # a light module: matplotlib is imported when a figure is drawn
+
+    parser.add_argument("--format", choices=FORMATS, default="png",
                         help="file format of the figures: png, or pdf / svg (vector, for papers) (default png)")
 
 

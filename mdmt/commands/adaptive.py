@@ -49,10 +49,12 @@ def _outputs(p, what):
 def written_by_mdmt(kind: str, fmt: str = "png") -> dict:
     """The files of an ``adaptive ser|ter`` folder and how each is recognised as mdmt's (the folder rule of --out)."""
     from mdmt.constructions.outputs import csv_header_is, figure_written_by, json_with_provenance
+    from mdmt.plots import figure_files
 
     name, columns = f"adaptive_{kind}", SER_COLUMNS if kind == "ser" else TER_COLUMNS
     return {f"{name}.csv": lambda p: csv_header_is(p, columns), f"{name}.json": json_with_provenance,
-            f"{name}.{fmt}": lambda p: figure_written_by(p, f"adaptive {kind}")}
+            **{file: lambda p, tag=tag: figure_written_by(p, tag)
+               for file, tag in figure_files(f"{name}.json", fmt).items()}}
 
 
 def add_arguments(p):
@@ -343,16 +345,16 @@ def _csv(path, rows, keys):
 
 
 def _write_ser(res, out, provenance, fmt="png"):
-    from mdmt.plots import adaptive_ser_figure, save
+    from mdmt.plots import save_figures
 
     folder = _save(res, out, "adaptive_ser", provenance)
     _csv(folder / "adaptive_ser.csv", res["curves"] + res["min_steps"], SER_COLUMNS)
-    save(adaptive_ser_figure(res), folder / f"adaptive_ser.{fmt}", "adaptive ser")
+    save_figures(res, folder, "adaptive_ser.json", fmt)
 
 
 def _write_ter(res, out, provenance, fmt="png"):
-    from mdmt.plots import adaptive_ter_figure, save
+    from mdmt.plots import save_figures
 
     folder = _save(res, out, "adaptive_ter", provenance)
     _csv(folder / "adaptive_ter.csv", res["rows"], TER_COLUMNS)
-    save(adaptive_ter_figure(res), folder / f"adaptive_ter.{fmt}", "adaptive ter")
+    save_figures(res, folder, "adaptive_ter.json", fmt)

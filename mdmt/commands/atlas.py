@@ -31,7 +31,7 @@ def add_arguments(p):
 
 def outputs(fmt: str = "png") -> tuple:
     """The files an atlas --out folder holds, its figure in format ``fmt``."""
-    return ("atlas.csv", "atlas.json", f"atlas.{fmt}")
+    return tuple(written_by_mdmt(fmt))
 
 
 
@@ -40,10 +40,12 @@ def written_by_mdmt(fmt: str = "png") -> dict:
     """How each file of an atlas folder is recognised as mdmt's (the folder rule of --out, docs/reliability.md)."""
     from mdmt.bounds.atlas import COLUMNS, SWEEP_KEYS
     from mdmt.constructions.outputs import csv_header_starts, figure_written_by, json_with_provenance
+    from mdmt.plots import figure_files
 
     return {"atlas.csv": lambda p: csv_header_starts(p, COLUMNS) or csv_header_starts(p, SWEEP_KEYS + COLUMNS),
             "atlas.json": json_with_provenance,
-            f"atlas.{fmt}": lambda p: figure_written_by(p, "atlas")}
+            **{name: lambda p, tag=tag: figure_written_by(p, tag)
+               for name, tag in figure_files("atlas.json", fmt).items()}}
 
 
 def run(args) -> int:
@@ -60,8 +62,9 @@ def run(args) -> int:
         return _run(args, record())  # the command, commit and machine, taken when the run starts
 
 
-def _instances(args) -> list[tuple[str, int, int]]:
-    """(language SPEC, L, N) of every instance asked for, each language loaded (so a bad SPEC is named) first."""
+def _instances(args) -> tuple[list[str], list[int], list[int]]:
+    """The language SPECs, lengths L and step counts N asked for (every instance is one of each), each language
+    loaded (so a bad SPEC is named) and each length checked against an interval language first."""
     specs = [str(v).strip() for v in args.language]
     for spec in specs:
         load_language(spec)
@@ -70,7 +73,7 @@ def _instances(args) -> list[tuple[str, int, int]]:
     for spec in specs:
         for L in lengths:
             check_interval_multiple(spec, L)
-    return [(spec, L, N) for spec in specs for L in lengths for N in steps]
+    return specs, lengths, steps
 
 
 def _run(args, prov) -> int:
@@ -78,9 +81,7 @@ def _run(args, prov) -> int:
 
     processes = ",".join(name_list("--processes", args.processes, "reverse process"))
     at_least("--jobs", args.jobs)
-    instances = _instances(args)  # every language loaded and every (L, N) checked first
-    sweep = atlas_sweep(*(list(dict.fromkeys(i[k] for i in instances)) for k in range(3)), processes,
-                        jobs=args.jobs, scheduler=scheduler_of(args))
+    sweep = atlas_sweep(*_instances(args), processes, jobs=args.jobs, scheduler=scheduler_of(args))
     results = sweep["instances"]
     out = results[0] if len(results) == 1 else sweep
     if args.out:
@@ -111,17 +112,16 @@ def _write(res: dict, out: str, provenance: dict, fmt: str = "png") -> None:
     from mdmt.bounds.atlas import COLUMNS, SWEEP_KEYS, sweep_rows
     from mdmt.constructions.outputs import make_folder, write_csv, write_text
 
-    from mdmt.plots import atlas_figure, save
+    from mdmt.plots import save_figures
 
     from ._common import clean
 
     folder = make_folder(Path(out))
     res["provenance"] = provenance
-    results = res.get("instances", [res])
     sweep = "instances" in res
     first = list(SWEEP_KEYS + COLUMNS) if sweep else list(COLUMNS)
     rows = sweep_rows(res) if sweep else res["rows"]
     keys = first + [k for k in dict.fromkeys(k for r in rows for k in r) if k not in first]
     write_csv(folder / "atlas.csv", keys, [clean(r) for r in rows])
     write_text(folder / "atlas.json", json.dumps(clean(res), indent=1, allow_nan=False) + "\n")
-    save(atlas_figure(results), folder / f"atlas.{fmt}", "atlas")
+    save_figures(res, folder, "atlas.json", fmt)

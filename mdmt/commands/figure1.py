@@ -69,7 +69,8 @@ def written_by_mdmt(cfg, fmt: str = "png") -> dict:
     checkpoint is resumed only if its digest checks.
     """
     from mdmt.constructions.outputs import csv_header_starts, figure_written_by, read_json_document
-    from mdmt.empirical.experiments import FIGURES, needs_networks, slug
+    from mdmt.empirical.experiments import needs_networks, slug
+    from mdmt.plots import figure_files
 
     def json_keys(*keys):
         def test(path):
@@ -84,8 +85,8 @@ def written_by_mdmt(cfg, fmt: str = "png") -> dict:
     same = {"config.json": json_keys("result_settings"), "figure1.json": json_keys("config", "rows", "provenance"),
             "figure1.csv": lambda p: csv_header_starts(p, ("language", "role", "kind", "N", "L")),
             "figure1.md": md}
-    for name in FIGURES:
-        same[f"{name}.{fmt}"] = lambda p, name=name: figure_written_by(p, name)
+    for name, tag in figure_files("figure1.json", fmt).items():
+        same[name] = lambda p, tag=tag: figure_written_by(p, tag)
     if needs_networks(cfg.kinds):
         for spec in cfg.ter_languages + cfg.ser_languages:
             same[f"{slug(spec)}/summary.json"] = json_keys("language", "role")
