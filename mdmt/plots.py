@@ -2,7 +2,8 @@
 
 Each function takes the result a command computes (the dict that ``--json`` prints, or the
 object of the matching library function) and draws it without pyplot's global state, so a
-notebook gets the same figure as the command line::
+notebook gets the same figure as the command line; the figure (a :class:`mdmt.figure.Figure`)
+shows itself as an image at the end of a notebook cell, with no ``%matplotlib`` magic::
 
     from mdmt.bounds import ter_curve
     from mdmt.plots import curve_ter_figure
@@ -54,9 +55,9 @@ def _style():
 
 
 def _figure(width: float, height: float):
-    from matplotlib.figure import Figure
+    from mdmt.figure import Figure  # matplotlib's, shown as an image at the end of a notebook cell
 
-    return Figure(figsize=(width, height), layout="constrained")
+    return Figure(figsize=(width, height), layout="constrained", style=STYLE)
 
 
 def rounding_floor(scale: float) -> float:
