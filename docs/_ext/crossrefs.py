@@ -5,7 +5,7 @@ mdmt's docstrings refer to each other in reStructuredText (``:func:`ser_curve```
 extension (mkdocs.yml, ``mkdocstrings`` > ``extensions``) rewrites each role, when the package is loaded,
 into mkdocstrings' Markdown cross-reference ``[`title`][identifier]`` if its target is rendered by a
 ``::: identifier`` block of docs/api/ (or is a documented public member of a class rendered there), and into plain
-code otherwise (a private helper, a module the reference does not show): never a link to nothing, which
+code otherwise (a private function, a module the reference does not show): never a link to nothing, which
 the strict build would refuse.
 
 A target is found as Sphinx finds it: ``~`` shows its last part only, a bare or leading-dot name is looked
