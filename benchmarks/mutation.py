@@ -8,7 +8,10 @@ bound formulas (bounds/statements.py), the dependency counts (bounds/dependencie
 (M50-M70): the atlas's bounds and closed forms (bounds/atlas.py), the reveal policies and their exact
 chain (policies.py, policy_exact.py), the information quantities, Theorem 4.4 at eps > 0,
 certification (bounds/certify.py), interval arithmetic (bounds/intervals.py), the Student-t
-intervals of the estimators and the segment sampler.  Each mutant replaces one piece of source text
+intervals of the estimators and the segment sampler; and over the refutation layer and verify's own checks
+(M71-M80): claims in ball arithmetic, the claim quantities, certificates' rounding, the search's families
+and shards, the certifier's monotonicity closure, the n-gram posterior, and verify's interval and
+random-size rows.  Each mutant replaces one piece of source text
 (it must occur exactly once), then
 
 * ``mdmt verify --quick`` runs: the mutant is *killed by verify* when it exits non-zero (a violated or
@@ -26,6 +29,7 @@ unmutated source, and leaves nothing in the user's cache.
 
     python benchmarks/mutation.py                      # every mutant; about an hour on 2 cores
     python benchmarks/mutation.py --only M01,M19       # some
+    python benchmarks/mutation.py --only M71 --first-only   # only the mutant's own tests, not the suite after them
     python benchmarks/mutation.py --no-pytest          # verify only
     python benchmarks/mutation.py --out docs/results/mutation.md
     python benchmarks/mutation.py --from-log run1.txt run2.txt --out docs/results/mutation.md   # runs in parts
@@ -83,6 +87,13 @@ SAM = "constructions/reverse/sampler.py"
 T_ATLAS = ("tests/test_atlas.py", "tests/test_policies.py", "tests/test_information.py")
 T_POL = ("tests/test_policies.py", "tests/test_interval_policies.py", "tests/test_atlas.py")
 T_CERT = ("tests/test_statements.py", "tests/test_intervals.py", "tests/test_verify.py")
+CLM = "bounds/claims.py"
+QTY = "bounds/quantities.py"
+REF = "bounds/refute.py"
+FAM = "bounds/families.py"
+CTF = "bounds/certificate.py"
+CB = "bounds/checks_beyond.py"
+NGI = "constructions/languages/ngram_inference.py"
 
 MUTANTS = [
     # --- bound formulas (the statements)
@@ -246,6 +257,38 @@ MUTANTS = [
            tests=("tests/test_sampler.py", "tests/test_ddpm_cache.py", "tests/test_inference.py")),
     Mutant("M70", POL, "    return ns, nt, c - ns\n", "    return ns, min(nt, c - ns), c - ns\n",
            "top-k ties broken by position (the leftmost tied) instead of uniformly at random", tests=T_POL),
+    # --- the refutation layer (claims, claim quantities, certificates, families, shards) and verify's own checks
+    Mutant("M71", CLM, "        return args[0].log() / arb(2).log()", "        return args[0].log() / arb(2)",
+           "claims: log2 in ball arithmetic divided by 2 instead of log 2", tests=(
+               "tests/test_certificate.py::test_li_and_cai_certified_where_s_max_is_not_a_power_of_two",)),
+    Mutant("M72", QTY, 'tables=tables)["max"])', 'tables=tables)["mean"])',
+           "claim quantity eps in its mean form instead of the max form of Section 4.1",
+           tests=("tests/test_quantities.py::test_eps_is_the_learning_error_in_its_max_form_by_hand",)),
+    Mutant("M73", REF, "    chosen = min(violating)[1] if violating", "    chosen = violating[0][1] if violating",
+           "sharded refute reports the first shard's violation, not the smallest",
+           tests=("tests/test_refute.py::test_a_sharded_search_reports_the_smallest_violation_of_any_shard",)),
+    Mutant("M74", FAM, "c = np.where(rows > 0, 1 + np.round(", "c = np.where(rows > 0, np.round(",
+           "Algorithm 1/2 draws coded without the 1 + (each row's smallest entry becomes a zero)",
+           tests=("tests/test_refute.py::test_algorithm_draws_are_coded_by_hand_keeping_each_rows_smallest_entry",)),
+    Mutant("M75", CTF, "    R = np.round(P * scale)", "    R = np.floor(P * scale)",
+           "dyadic rounding of a certificate's tables by floor instead of to nearest",
+           tests=("tests/test_certificate.py::test_dyadic_rows_round_to_nearest_by_hand",)),
+    Mutant("M76", CB, "if not (_fr(out.lo[k]) <= lo and hi <= _fr(out.hi[k])):", "if not (_fr(out.lo[k]) <= lo):",
+           "verify's IA family checks only the lower end of a field operation's enclosure (a check of verify itself: "
+           "verify cannot catch it on a correct library)",
+           tests=("tests/test_verify.py::test_the_interval_family_checks_both_ends_of_every_enclosure",)),
+    Mutant("M77", CB, 'random-size rate", r["assignment_kl"],', 'random-size rate", r["kl"],',
+           "verify's random-size row compares KL instead of E log q/p_traj with the rate (a check of verify itself)",
+           tests=("tests/test_verify.py::test_the_families_beyond_the_paper_catch_seeded_mistakes",)),
+    Mutant("M78", CERT, '(b, "right", -sign)', '(b, "right", sign)',
+           "monotonicity closure at the right end asks f' >= 0 instead of f' <= 0 (accepts x - 1/100 >= 0 on [0, 1])",
+           tests=("tests/test_statements.py::test_certify_refuses_false_claims",)),
+    Mutant("M79", NGI, "inv, V ** (k - 1 - j), V)", "inv, V ** j, V)",
+           "n-gram posterior: the first window's context digits read little-endian",
+           tests=("tests/test_inference.py::test_ngram_tables_path_equals_the_hmm_path_and_brute_force",)),
+    Mutant("M80", CB, 'bad["log"] += not (lo_ok and hi_ok)', 'bad["log"] += not lo_ok',
+           "verify's IA family checks only the lower end of log's enclosure (a check of verify itself)",
+           tests=("tests/test_verify.py::test_the_interval_family_checks_both_ends_of_every_enclosure",)),
 ]
 
 
@@ -274,6 +317,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="comma-separated mutant ids")
     ap.add_argument("--no-pytest", action="store_true", help="run mdmt verify --quick only")
+    ap.add_argument("--first-only", action="store_true",
+                    help="run only each mutant's own tests (Mutant.tests), not the rest of the suite after them")
     ap.add_argument("--out", help="write the markdown report here")
     ap.add_argument("--timeout", type=float, default=600.0,
                     help="seconds for each verify or pytest run of a mutant; a run that takes longer counts as "
@@ -308,7 +353,8 @@ def main(argv=None) -> int:
     numba_cache = tempfile.mkdtemp(prefix="mdmt-mutation-numba-")
     env = {**os.environ, "NUMBA_CACHE_DIR": numba_cache}
     try:
-        run_mutants(chosen, verify_cmd, None if args.no_pytest else pytest, args.timeout, env, results)
+        run_mutants(chosen, verify_cmd, None if args.no_pytest else pytest, args.timeout, env, results,
+                    args.first_only)
     finally:
         shutil.rmtree(numba_cache, ignore_errors=True)
     total = time.perf_counter() - t_start
@@ -323,14 +369,19 @@ FIRST_TESTS = ("tests/test_statements.py", "tests/test_verify.py", "tests/test_b
                "tests/test_exact.py", "tests/test_interval_closed_forms.py", "tests/test_schedules.py")
 
 
-def run_mutants(chosen, verify_cmd, pytest, timeout, env, results) -> None:
+def run_mutants(chosen, verify_cmd, pytest, timeout, env, results, first_only: bool = False) -> None:
     """Apply, run and restore each mutant in turn, appending its result to ``results`` and printing its line.
 
     The whole suite runs in two parts: the mutant's own test files first (``Mutant.tests``, by default
-    ``FIRST_TESTS``), the rest only if those pass."""
+    ``FIRST_TESTS``; files or single tests), the rest only if those pass (unless ``first_only``)."""
     for m in chosen:
         first = list(m.tests or FIRST_TESTS)
-        pytest_cmds = [] if pytest is None else [pytest + first, pytest + ["tests"] + [f"--ignore={f}" for f in first]]
+        whole = [f for f in first if "::" not in f]  # the files run whole first; a file named by tests runs again
+        pytest_cmds = []
+        if pytest is not None:
+            pytest_cmds.append(pytest + first)
+            if not first_only:
+                pytest_cmds.append(pytest + ["tests"] + [f"--ignore={f}" for f in whole])
         original = apply(m)
         try:
             rc_v, t_v = run(verify_cmd, timeout, env)

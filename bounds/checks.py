@@ -82,6 +82,8 @@ FAMILIES = {  # key: title (at most 42 characters, for one line per family)
     "PL": "policy laws = trajectory enumeration",
     "CE": "certification refuses false steps",
     "IA": "interval arithmetic encloses exact values",
+    "OP": "oracle posteriors q(x_i | x_U) = joint",
+    "RF": "refutation: claims, certificates by hand",
 }
 
 

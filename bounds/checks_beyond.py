@@ -385,6 +385,9 @@ def certification_rows(quick: bool = True) -> list[Row]:
         # a narrow dip whose ends are box ends: each half is monotone from a negative end value
         ("1/10000 <= (x - 1/2)^2 (false on (0.49, 0.51))", (x - sp.Rational(1, 2)) ** 2 - sp.Rational(1, 10000), (0, 1),
          False),
+        # negative just left of an increasing root: f(1) > 0 and f' > 0, so a closure from the right end that asked
+        # f' >= 0 (instead of f' <= 0) would accept it
+        ("1/100 <= x (false on [0, 0.01))", x - sp.Rational(1, 100), (0, 1), False),
     )
     for case, gap, (lo, hi), truth in cases:
         try:
@@ -413,16 +416,51 @@ def certification_rows(quick: bool = True) -> list[Row]:
     return rows
 
 
+# ----------------------------------------------------------------------------- OP: oracle posteriors by enumeration
+
+OP_INSTANCES = (  # n-grams of order 3 and 4 (contexts of two and three digits: the digit order of the first window
+    # matters) and an HMM; every partial sequence of V^L, off the support too (continued uniformly)
+    ("ng3s1", lambda: random_ngram(3, 2, 2.0, 0.05, seed=1), 5),
+    ("ng4V3s2", lambda: random_ngram(4, 3, 1.0, 0.0, seed=2), 4),
+    ("hmms3", lambda: random_hmm(3, 3, 1.5, 0.05, seed=3), 4),
+)
+
+
+def posterior_rows() -> list[Row]:
+    """The languages' own posterior_marginals (the n-gram's forward-backward over contexts, the HMM's) at every
+    partial sequence against q(x_i = v | x_U) summed from the joint table of :mod:`.references`."""
+    from mdmt.constructions.validation import MASK
+
+    rows = []
+    for key, make, L in OP_INSTANCES:
+        lang = make()
+        X, q = _reference_law(lang, L)
+        V = lang.n_symbols
+        partial = np.indices((V + 1,) * L).reshape(L, -1).T
+        partial = np.where(partial == V, MASK, partial)
+        live = np.array([bool(np.any(np.all((X == p) | (p < 0), axis=1) & (q > 0))) for p in partial])
+        partial = partial[live]  # q(x_U) > 0: where the oracle is defined
+        lib = lang.posterior_marginals(partial)
+        masked = partial < 0
+        diff = max(float(np.max(np.abs(lib[k][masked[k]] - bf.posterior_by_enumeration(X, q, partial[k])[masked[k]]),
+                                initial=0.0)) for k in range(len(partial)))
+        rows.append(Row("OP", f"{key}L{L}", f"posterior_marginals at the {len(partial)} partial sequences of the support "
+                        "= joint",
+                        (diff, diff), (0.0, 0.0), "==", "numeric", diff <= LAW_TOL, LAW_TOL - diff, math.nan,
+                        f"tolerance {LAW_TOL:.0e} on the largest |difference|"))
+    return rows
+
+
 # ----------------------------------------------------------------------------- IA: interval arithmetic encloses
 
 def _fr(v: float) -> Fraction:
     return Fraction(float(v))
 
 
-def interval_rows() -> list[Row]:
+def interval_rows(n: int = 400) -> list[Row]:
+    """Family IA on ``n`` random intervals (module docstring): both ends of every enclosure are checked."""
     arb = arb_module()[0]
     rng = np.random.default_rng(20251)
-    n = 400
     a_lo = rng.uniform(-3, 3, n)
     a = Iv(a_lo, a_lo + rng.uniform(0, 1e-3, n) * rng.integers(0, 2, n))
     b_lo = rng.uniform(0.1, 4, n)

@@ -25,6 +25,7 @@ from mdmt.constructions.languages.random_languages import random_hmm, random_ngr
 
 from . import checks
 from . import checks_beyond as beyond
+from . import checks_refute as refute_checks
 from .checks import FAMILIES, Instance, Row
 
 
@@ -94,7 +95,9 @@ def jobs(quick: bool) -> list[Job]:
            Job(("IT",), beyond.information_rows, "information quantities"),
            Job(("PL",), beyond.policy_rows, "policy laws"),
            Job(("CE",), lambda: beyond.certification_rows(quick), "certification"),
-           Job(("IA",), beyond.interval_rows, "interval arithmetic")]
+           Job(("IA",), beyond.interval_rows, "interval arithmetic"),
+           Job(("OP",), beyond.posterior_rows, "oracle posteriors"),
+           Job(("RF",), refute_checks.refutation_rows, "refutation layer")]
     for inst in instances(quick):
         out.append(Job(("C3", "C4"), partial(checks.tc_rows, inst), f"{inst.key}: total correlations"))
         out.append(Job(("C1", "C2", "C2E", "C4E", "EQ3", "LE", "T43", "T44"),

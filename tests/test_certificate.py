@@ -110,3 +110,33 @@ def test_the_two_exact_roads_to_the_iid_expectations_agree():
     gap = (road["E_TC"] - partitions["E_TC"]).arb(256)
     assert gap.contains(0) and float(gap.rad()) < 1e-60
     assert road["E_D"] == partitions["E_D"]
+
+
+def test_dyadic_rows_round_to_nearest_by_hand():
+    """0.3 * 16 = 4.8 -> 5 and 0.7 * 16 = 11.2 -> 11 (sum 16, nothing to absorb): 5/16, 11/16 exactly (rounding down
+    would give 4/16 and 12/16).  0.1, 0.2, 0.7 at 3 bits: 0.8 -> 1, 1.6 -> 2, 5.6 -> 6, sum 9: the largest absorbs -1,
+    so 1/8, 2/8, 5/8."""
+    assert [Fraction(float(v)) for v in dyadic_rows([[0.3, 0.7]], 4)[0]] == [Fraction(5, 16), Fraction(11, 16)]
+    assert [Fraction(float(v)) for v in dyadic_rows([[0.1, 0.2, 0.7]], 3)[0]] == [Fraction(1, 8), Fraction(2, 8),
+                                                                                  Fraction(5, 8)]
+
+
+def test_li_and_cai_certified_where_s_max_is_not_a_power_of_two():
+    """The copying chain (x_1 a fair bit, copied twice), L = 3, all revealed in one step: KL = 2 log 2, sum_MI = 3 log 2
+    (test_quantities' values by hand), s_max = 3, so ceil(log2 3) = 2 and the bound is (2^2 - 1)/3 * 3 log 2 = 3 log 2:
+    certified with margin log 2 = +0.693.  (log2 computed as log / 2 would give ceil(0.55) = 1, a bound of log 2 and a
+    'certified violation' of a true bound.)"""
+    cert = certify_claim(LI_CAI, NGram(2, [0.5, 0.5], np.eye(2)), 3, "uniform", 1)
+    assert cert["verdict"] == "certified"
+    lo, hi = cert["margin"]
+    assert lo <= math.log(2) <= hi and hi - lo < 1e-12
+
+
+def test_the_certificate_of_a_rounded_language_by_hand():
+    """The copying chain started at (0.3, 0.7), rounded at 4 bits, starts at (5/16, 11/16); revealed in one step,
+    p(000) = (5/16)^3 and p(111) = (11/16)^3, so KL = 2 H with H = 5/16 log(16/5) + 11/16 log(16/11) = 0.6211."""
+    lang = dyadic_language(NGram(2, [0.3, 0.7], np.eye(2)), 4)
+    cert = certify_claim(parse_claim("KL <= 2 * H"), lang, 3, "uniform", 1)
+    H = 5 / 16 * math.log(16 / 5) + 11 / 16 * math.log(16 / 11)
+    lo, hi = cert["enclosures"]["KL"]
+    assert lo - 1e-15 <= 2 * H <= hi + 1e-15 and cert["verdict"] == "undecided"  # attained: KL = 2 H exactly

@@ -74,3 +74,16 @@ def test_a_documented_failure_is_a_negative_margin_and_a_missing_quantity_is_nam
     assert c.margin(q) < -0.1 and c.holds(q) is False
     with pytest.raises(ClaimError, match="needs the quantities E_D"):
         parse_claim("KL <= log(V) * E_D").margin(instance_quantities(random_hmm(2, 2, 1.0, 0.0, seed=1), 3, "iid", 2))
+
+
+def test_eps_is_the_learning_error_in_its_max_form_by_hand():
+    """Section 4.1's eps is the largest per-token KL, not the mean.  On the copying chain (L = 3) the uniform mixture
+    0.2 predicts 0.8 q + 0.1 on each of the two tokens; the worst row is a masked token next to a revealed one, whose
+    oracle row is the point mass (1, 0): KL((1, 0) || (0.9, 0.1)) = log(1 / 0.9) = log(10/9) = 0.10536 (the mean over
+    the masked positions is smaller: the all-masked rows are (1/2, 1/2) for both, KL 0).  No row does worse: for
+    |V| = 2, KL(q || 0.8 q + 0.1) is largest at a point mass."""
+    lang = NGram(2, [0.5, 0.5], np.eye(2))
+    q = instance_quantities(lang, 3, "uniform", 1, denoiser=UniformMixture(lang, 0.2))
+    assert q["eps"] == pytest.approx(math.log(10 / 9), rel=1e-12)
+    # the mixture's all-masked rows are the oracle's, so KL is the oracle's 2 log 2 (revealed at once)
+    assert q["KL"] == pytest.approx(2 * LN2, rel=1e-12)

@@ -166,3 +166,48 @@ def test_perturbation_codes_scale_drop_and_keep_the_base_by_hand():
     for i in support:
         codes[i] = -7  # the whole row: the base row is kept
     assert np.array_equal(fam.language(codes).startprob_, start)
+
+
+def test_algorithm_draws_are_coded_by_hand_keeping_each_rows_smallest_entry(monkeypatch):
+    """drawn_codes codes each positive entry p of a row as 1 + round(log2(p / the row's smallest positive entry)):
+    by hand, (1/7, 2/7, 4/7) -> 1, 2, 3 (weights 1, 2, 4: the row itself), (0, 1/3, 2/3) -> 0, 1, 2, (1, 0, 0) ->
+    1, 0, 0; (1/4, 3/4, 0) -> 1, 1 + round(log2 3) = 3, 0 (weights 1, 4: 1/5, 4/5).  Without the 1 the smallest entry
+    of every row would become a zero (and the row (1, 0, 0) uniform)."""
+    import numpy as np
+
+    from mdmt.bounds.families import family
+    from mdmt.constructions.languages import NGram, random_languages
+
+    drawn = NGram(2, [0.25, 0.75, 0.0], [[1 / 7, 2 / 7, 4 / 7], [0.0, 1 / 3, 2 / 3], [1.0, 0.0, 0.0]])
+    monkeypatch.setattr(random_languages, "random_ngram", lambda *a, **k: drawn)
+    fam = family("ngram:n=2,V=3")
+    codes = fam.drawn_codes(1.0, 0.0, 0)
+    assert codes == (1, 3, 0, 1, 2, 3, 0, 1, 2, 1, 0, 0)
+    lang = fam.language(codes)
+    assert np.allclose(lang.initial_, [0.2, 0.8, 0.0], rtol=0, atol=1e-15)
+    assert np.allclose(lang.transition_, drawn.transition_, rtol=0, atol=1e-15)
+
+
+def test_a_sharded_search_reports_the_smallest_violation_of_any_shard(monkeypatch):
+    """Three shards (faked: their results are given) violate at L = 5, 3 and 4, and a fourth finds none: the search
+    reports the shard with L = 3 -- the smallest instance (L first, then N), not the first shard's."""
+    import numpy as np
+
+    import mdmt.sweep
+    from mdmt.bounds.refute import Candidate, RefuteResult
+
+    def result(L, margin):
+        lang = _copying_chain()
+        return RefuteResult("KL <= 0", "numeric violation" if margin < 0 else "no violation found",
+                            Candidate(lang, L, 1, "iid", margin, -1.0 if margin < 0 else 0.5), None, 10, 0.1)
+
+    shards = [result(5, -1.0), result(3, -0.5), result(4, -2.0), result(2, 0.3)]
+
+    class Done:
+        def results(self):
+            return shards
+
+    monkeypatch.setattr(mdmt.sweep, "run_parts", lambda *a, **k: Done())
+    res = search("KL <= 0", "ngram:n=2,V=2", lengths=(2, 3, 4, 5), steps=(1,), budget=40, shards=4, certify=False)
+    assert res.verdict == "numeric violation" and res.candidate.L == 3 and res.candidate.margin == -0.5
+    assert np.array_equal(res.candidate.language.transition_, np.eye(2))

@@ -77,6 +77,9 @@ def test_certify_covers_touching_points_and_tails(f, lo, hi):
     (x ** 2 - sp.Rational(1, 100), 0, 1),
     (sp.exp(-x) - 1 + x - sp.Rational(1, 1000), 0, sp.oo),
     ((x - sp.Rational(1, 3)) ** 2 - sp.Rational(1, 10 ** 12), 0, 1),
+    # negative on [0, 1/100), just left of an increasing root: from the right end (f(1) = 99/100 > 0) a box is closed
+    # only if f' <= 0 there; a closure that asked f' >= 0 (true: f' = 1) would certify it
+    (x - sp.Rational(1, 100), 0, 1),
 ])
 def test_certify_refuses_false_claims(f, lo, hi):
     with pytest.raises(NotCertified):

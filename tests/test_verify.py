@@ -168,6 +168,80 @@ def _seed_mistake(monkeypatch, which):
         monkeypatch.setattr(policy_exact, "exact_policy_law", perturbed)
     elif which == "certification accepts everything":
         monkeypatch.setattr(certify, "certify_nonneg", lambda *a, **k: certify.Certificate("certified", "seeded", 0))
+    elif which == "random-size rate between KL and E log q/p_traj":  # 0.216 < (KL + E log q/p_traj) / 2 < 0.420
+        real = atlas.atlas
+
+        def between(*a, **k):
+            out = real(*a, **k)
+            for row in out["rows"]:
+                if row.get("random_sizes_bound") is not None:
+                    row["random_sizes_bound"] = (row["kl"] + row["assignment_kl"]) / 2
+            return out
+        monkeypatch.setattr(atlas, "atlas", between)
+    elif which == "monotone closure from the right end asks f' >= 0":
+        def wrong_end(self, k, sign, a, b):  # certify.py's _Cover.try_monotone with the right end's sign flipped
+            self.deriv(k)
+            for end, side, dsign in ((a, "left", sign), (b, "right", sign)):
+                s = self.point_sign(k, end, side)
+                if s is None or s * sign < 0:
+                    continue
+                try:
+                    self.cover(k + 1, dsign, a, b)
+                    self.monotone += 1
+                    return True
+                except certify.NotCertified:
+                    continue
+            return False
+        monkeypatch.setattr(certify._Cover, "try_monotone", wrong_end)
+    elif which == "n-gram posterior with a little-endian context digit":
+        # the first window's contexts read with digit j at V^j instead of V^(k-1-j): for a 3-gram (k = 2) the
+        # posteriors of positions 1 and 2 trade places
+        from mdmt.constructions.languages import NGram
+
+        real = NGram.posterior_marginals
+
+        def swapped(self, X, **kw):
+            out = real(self, X, **kw)
+            if self.n == 3:
+                out[:, [0, 1]] = out[:, [1, 0]]
+            return out
+        monkeypatch.setattr(NGram, "posterior_marginals", swapped)
+    elif which == "ball log2 divided by 2":
+        from mdmt.bounds import claims
+
+        real = claims._ball
+
+        def halved(node, values, arb):
+            if node.kind == "call" and node.value == "log2":
+                return real(node.args[0], values, arb).log() / arb(2)
+            return real(node, values, arb)
+        monkeypatch.setattr(claims, "_ball", halved)
+    elif which == "eps in its mean form":
+        from mdmt.constructions.reverse import learning
+
+        real = learning.learning_error
+        monkeypatch.setattr(learning, "learning_error", lambda *a, **k: {**real(*a, **k), "max": real(*a, **k)["mean"]})
+    elif which == "dyadic rounding down":
+        from mdmt.bounds import certificate
+
+        real = certificate.dyadic_rows
+        monkeypatch.setattr(certificate, "dyadic_rows", lambda P, bits=20: real(
+            np.floor(np.asarray(P, dtype=np.float64) * 2.0 ** bits) / 2.0 ** bits, bits))
+    elif which == "Algorithm draws coded without their 1 +":
+        from mdmt.bounds.families import Family
+
+        real = Family.drawn_codes
+        monkeypatch.setattr(Family, "drawn_codes", lambda self, *a: tuple(max(c - 1, 0) for c in real(self, *a)))
+    elif which == "certifier deciding from float64 margins":
+        from mdmt.bounds import certificate
+        from mdmt.bounds.quantities import instance_quantities
+
+        def unsound(claim, language, L, process="iid", N=None, interval=None):
+            values = instance_quantities(language, L, process, N, interval=interval)
+            m = claim.margin(values)
+            verdict = "certified" if claim.holds(values) else "certified violation"
+            return {"verdict": verdict, "margin": (m, m), "prec": 53, "values": {}, "enclosures": {"KL": (m, m)}}
+        monkeypatch.setattr(certificate, "certify_claim", unsound)
     elif which == "interval addition rounded to nearest":
         monkeypatch.setattr(intervals.Iv, "__add__", lambda self, o: intervals.Iv(self.lo + intervals._iv(o).lo,
                                                                                   self.hi + intervals._iv(o).hi))
@@ -179,8 +253,31 @@ def _seed_mistake(monkeypatch, which):
     ("random-size rate halved", "AV"), ("chain bound halved", "AB"), ("Li & Cai bound tripled", "AX"),
     ("margin from the smallest probability", "AV"), ("stride from the right end", "AV"), ("DTC off by 1 %", "IT"),
     ("policy law perturbed", "PL"), ("certification accepts everything", "CE"),
-    ("interval addition rounded to nearest", "IA")])
+    ("interval addition rounded to nearest", "IA"), ("random-size rate between KL and E log q/p_traj", "AB"),
+    ("monotone closure from the right end asks f' >= 0", "CE"),
+    ("n-gram posterior with a little-endian context digit", "OP"), ("ball log2 divided by 2", "RF"),
+    ("eps in its mean form", "RF"), ("dyadic rounding down", "RF"), ("Algorithm draws coded without their 1 +", "RF"),
+    ("certifier deciding from float64 margins", "RF")])
 def test_the_families_beyond_the_paper_catch_seeded_mistakes(monkeypatch, which, family):
     assert not _violations(f"^{family}$")
     _seed_mistake(monkeypatch, which)
     assert _violations(f"^{family}$"), which
+
+
+@pytest.mark.parametrize("lost", ["upper", "lower"])
+@pytest.mark.parametrize("op", ["__add__", "__sub__", "__mul__", "__truediv__", "__pow__", "sum", "log", "exp"])
+def test_the_interval_family_checks_both_ends_of_every_enclosure(monkeypatch, op, lost):
+    """Each interval operation seeded to lose one end of its enclosure ([lo, lo] or [hi, hi]: the lost end of a wide
+    interval's exact result lies outside) must be caught by IA, whichever end it loses (on 40 random intervals)."""
+    from mdmt.bounds import intervals
+    from mdmt.bounds.checks_beyond import interval_rows
+
+    assert all(r.holds for r in interval_rows(40))
+    real = getattr(intervals.Iv, op)
+
+    def one_end(self, *a, **k):
+        out = real(self, *a, **k)
+        keep = out.lo if lost == "upper" else out.hi
+        return intervals.Iv(keep, keep)
+    monkeypatch.setattr(intervals.Iv, op, one_end)
+    assert not all(r.holds for r in interval_rows(40)), (op, lost)
