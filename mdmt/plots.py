@@ -22,7 +22,9 @@ function                   draws                                               c
 =========================  ==================================================  ========================
 
 Conventions (paper-ready at a column width): 8-point text, legends listing only the series drawn,
-titles in words, no empty panels.  A value that float64 cannot tell from 0 -- below
+outside the panels (below or beside them, never over data) and no wider than the figure, every entry
+showing its line, marker or patch; a series of one point drawn with a marker; titles in words naming only
+what is drawn; no empty panels; bars inside their panel's frame.  A value that float64 cannot tell from 0 -- below
 :func:`rounding_floor` -- is drawn as an exact zero: a hollow marker on the lower edge of a log axis,
 named in the legend.  A target that a sweep never reaches is drawn as an upward arrow on the upper
 edge of its panel, never as a point at the largest N swept.
