@@ -417,7 +417,7 @@ def _lengths_words(lengths) -> str:
 
 def _figure1_who(rows, model: str, lengths: bool = True) -> str:
     """The samplers that Figure 1 ``rows`` hold, in words for a title, with their lengths: e.g. "oracle MDM
-    at L = 64, 128; tiny MDM and AR networks at L = 64" (never a sampler or a length the rows lack)."""
+    at L = 64, 128; tiny networks (MDM, AR) at L = 64" (never a sampler or a length the rows lack)."""
     parts = []
     oracle = [r["L"] for r in rows if r["kind"] == "oracle"]
     if oracle:
