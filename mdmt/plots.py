@@ -23,7 +23,9 @@ function                   draws                                               c
 =========================  ==================================================  ========================
 
 Conventions (paper-ready at a column width): 8-point text, legends listing only the series drawn,
-titles in words, no empty panels.  A value that float64 cannot tell from 0 -- below
+outside the panels (below or beside them, never over data) and no wider than the figure, every entry
+showing its line, marker or patch; a series of one point drawn with a marker; titles in words naming only
+what is drawn; no empty panels; bars inside their panel's frame.  A value that float64 cannot tell from 0 -- below
 :func:`rounding_floor` -- is drawn as an exact zero: a hollow marker on the lower edge of a log axis,
 named in the legend.  A target that a sweep never reaches is drawn as an upward arrow on the upper
 edge of its panel, never as a point at the largest N swept.
@@ -114,6 +116,36 @@ def _markers(keys: Iterable) -> dict:
     return {k: MARKERS[i % len(MARKERS)] for i, k in enumerate(dict.fromkeys(keys))}
 
 
+def _collect_legend(fig_or_sub, axes, loc: str = "outside lower center", ncol: int = 4):
+    """One legend for the series of ``axes`` (one entry per label), outside the panels -- below them, or
+    beside them for ``loc="outside right center"`` -- so that it never covers data; in at most ``ncol``
+    columns, fewer where the legend would be wider than the figure (a legend cut at the figure's edge hides
+    its entries).  Returns the legend, or None when no series has a label."""
+    handles: dict = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    if not handles:
+        return None
+    room = fig_or_sub.bbox.width if "right" not in loc and "left" not in loc else fig_or_sub.bbox.height
+    side = "width" if "right" not in loc and "left" not in loc else "height"
+    for n in range(max(1, min(ncol, len(handles))), 0, -1):
+        legend = fig_or_sub.legend(list(handles.values()), list(handles), loc=loc, ncol=n)
+        if n == 1 or getattr(legend.get_window_extent(), side) <= 0.98 * room:
+            return legend
+        legend.remove()
+    return None
+
+
+def _line(ax, xs, ys, **kw):
+    """``ax.plot`` of a curve that may hold one point: a lone point gets a marker (a line through one point
+    draws nothing, and its legend entry would name an invisible series)."""
+    pts = [(x, y) for x, y in zip(xs, ys) if _finite(x) and _finite(y)]
+    if len(pts) < 2 and kw.get("marker") in (None, "", "None", "none"):
+        kw.update(marker="D", ms=3.5)
+    return ax.plot(list(xs), list(ys), **kw)
+
+
 def _not_reached(ax, xs, label: str, colour) -> None:
     """Upward arrows on the panel's upper edge at ``xs``: the target was not reached within the swept N."""
     if xs:
@@ -129,7 +161,7 @@ def curve_ter_figure(result: Mapping[str, Any]):
     ``result``: what :func:`mdmt.bounds.curves.ter_curve` returns (``mdmt curve ter --json``).
     """
     with _style():
-        fig = _figure(COLUMN_WIDTH * 1.25, 2.9)
+        fig = _figure(COLUMN_WIDTH * 1.25, 3.6)
         ax = fig.add_subplot()
         Ls = sorted({r["L"] for r in result["rows"]})
         colour = _colours(Ls)
@@ -146,7 +178,7 @@ def curve_ter_figure(result: Mapping[str, Any]):
         ax.set_ylabel("bound on KL(q‖p_N)/L (nats/token)")
         ax.set_title(f"TER bound: {result['n']}-gram, |V| = {result['vocab']}, ε = {result['eps']:g}, "
                      f"{result['schedule']} schedule")
-        ax.legend(loc="best")
+        _collect_legend(fig, [ax], ncol=2)  # below the panel: the curves fill its corners
     return fig
 
 
@@ -154,7 +186,7 @@ def curve_ser_figure(result: Mapping[str, Any]):
     """The exact oracle SER 1 - rho^(L/l) on the interval HMM against C = N/L, with Theorem 4.3's upper and
     Theorem 4.4's lower bound and the critical constants.  ``result``: :func:`mdmt.bounds.curves.ser_curve`."""
     with _style():
-        fig = _figure(COLUMN_WIDTH * 1.25, 2.9)
+        fig = _figure(COLUMN_WIDTH * 1.25, 3.7)
         ax = fig.add_subplot()
         rs = result["rows"]
         x = [r["C"] for r in rs]
@@ -172,14 +204,22 @@ def curve_ser_figure(result: Mapping[str, Any]):
         ax.set_xlabel("C = N / L (linear schedule)")
         ax.set_ylabel("sequence error rate")
         ax.set_title(f"SER against steps: interval HMM, l = {result['interval_length']}, L = {result['L']}")
-        ax.legend(loc="best")
+        _collect_legend(fig, [ax], ncol=2)  # below the panel: the upper bound runs along its top
     return fig
 
 
 # ------------------------------------------------------------------------------------------------ atlas
 
-ATLAS_BARS = (("kl", "exact KL(q‖p)"), ("assignment_kl", "E[log q/p_traj] (C1)"), ("chain_bound", "chain bound (C4)"),
-              ("li_cai", "Li & Cai"), ("pb_lower", "ParallelBench lower"))
+#: (row key, legend label) of each atlas bar: the exact KL and the bounds of :mod:`mdmt.bounds.atlas`, each
+#: label naming the side of the exact KL the bound claims (``ATLAS_BOUNDS``).
+ATLAS_BARS = (("kl", "exact KL(q‖p)"), ("assignment_kl", "E[log q/p_traj] (C1), upper bound"),
+              ("chain_bound", "chain bound (C4), upper bound"), ("li_cai", "Li & Cai, upper bound"),
+              ("pb_lower", "ParallelBench, lower bound"))
+#: row key of a bound -> (the side of KL(q‖p) it claims, the row key saying whether it holds on the instance).
+ATLAS_BOUNDS = {"assignment_kl": ("upper", "assignment_kl_holds"), "chain_bound": ("upper", "chain_bound_holds"),
+                "li_cai": ("upper", "li_cai_holds"), "pb_lower": ("lower", "pb_holds")}
+LOWER_HATCH = "////"  # the bars of lower bounds are hatched, those of upper bounds plain
+FAILS_LABEL = "bound fails here (upper < exact KL, or lower > exact KL)"
 MAX_ATLAS_PANELS = 12  # a larger sweep draws its first instances (its CSV and JSON hold them all)
 
 
@@ -187,8 +227,11 @@ def atlas_figure(results: Sequence[Mapping[str, Any]] | Mapping[str, Any]):
     """Per instance, a bar per process and quantity: the exact KL and the bounds that apply (log axis).
 
     ``results``: one atlas result (``mdmt atlas --json``) or a list of them (a sweep's ``instances``).
-    A quantity that does not apply to a process (None) is not drawn; one below the rounding floor of
-    the instance (:func:`rounding_floor` of its entropy) is drawn as an exact zero on the axis.
+    The legend names each bound's side (upper or lower bound on KL(q‖p)) and lower bounds' bars are
+    hatched; a bound that fails on the instance (its ``*_holds`` is false: an upper bound below the exact
+    KL, a lower bound above it) carries a red cross on its bar.  A quantity that does not apply to a
+    process (None) is not drawn; one below the rounding floor of the instance (:func:`rounding_floor` of
+    its entropy) is drawn as an exact zero on the axis.
     """
     import numpy as np
 
@@ -201,7 +244,8 @@ def atlas_figure(results: Sequence[Mapping[str, Any]] | Mapping[str, Any]):
     nrows = -(-len(shown) // cols)
     width = max(COLUMN_WIDTH * 1.4, 0.42 * max(len(r["rows"]) for r in shown))
     with _style():
-        fig = _figure(width * cols, 2.9 * nrows)
+        fig = _figure(width * cols, 2.9 * nrows + 0.5)
+        colour = _colours(key for key, _ in ATLAS_BARS)
         for k, res in enumerate(shown):
             ax = fig.add_subplot(nrows, cols, k + 1)
             rows = res["rows"]
@@ -212,21 +256,29 @@ def atlas_figure(results: Sequence[Mapping[str, Any]] | Mapping[str, Any]):
             w = 0.8 / max(1, len(keys))
             drawn = [r[key] for key, _ in keys for r in rows if _finite(r.get(key)) and r[key] > floor]
             bottom = min(drawn) / 4 if drawn else floor
-            zeros_x = []
-            colour = _colours(key for key, _ in ATLAS_BARS)
+            zeros_x, fails = [], []
             for b, (key, label) in enumerate(keys):
                 xs = x + (b - (len(keys) - 1) / 2) * w
                 vals = [r.get(key) for r in rows]
                 big = [(xi, v) for xi, v in zip(xs, vals) if _finite(v) and v > floor]
+                lower = ATLAS_BOUNDS.get(key, ("",))[0] == "lower"
                 if big:
                     ax.bar([p for p, _ in big], [v - bottom for _, v in big], w, bottom=bottom, color=colour[key],
-                           label=label)
+                           label=label, **(dict(hatch=LOWER_HATCH, edgecolor="white", lw=0) if lower else {}))
                 zeros_x += [xi for xi, v in zip(xs, vals) if _finite(v) and v <= floor]
+                if key in ATLAS_BOUNDS:
+                    holds = ATLAS_BOUNDS[key][1]
+                    fails += [(xi, max(v, bottom)) for xi, v, r in zip(xs, vals, rows)
+                              if _finite(v) and r.get(holds) is False]
             if zeros_x:
                 ax.scatter(zeros_x, [bottom] * len(zeros_x), marker="o", s=14, facecolors="none", edgecolors="k",
                            lw=0.8, zorder=4, clip_on=False, label=ZERO_LABEL)
+            if fails:
+                ax.scatter(*zip(*fails), marker="X", s=30, color="red", edgecolors="k", lw=0.5, zorder=5,
+                           clip_on=False, label=FAILS_LABEL)
             ax.set_yscale("log")
-            ax.set_ylim(bottom=bottom)
+            ax.set_ylim(bottom, 2.5 * max(drawn + [bottom]))  # room above the tallest bar and its cross
+            ax.set_xlim(-0.6, len(rows) - 0.4)
             ax.set_xticks(x, [r["process"] for r in rows], rotation=35, ha="right")
             ax.set_ylabel("nats")
             lang = _short(inst.get("language", "")) if inst.get("language") else "language"
@@ -246,7 +298,7 @@ def adaptive_ser_figure(result: Mapping[str, Any]):
     specs = list(dict.fromkeys(r["policy"] for r in curves + mins))
     colour, marker = _colours(specs), _markers(specs)
     with _style():
-        fig = _figure(max(COLUMN_WIDTH, 2.9 * len(ls)) + 1.6, 5.2)
+        fig = _figure(max(COLUMN_WIDTH, 2.9 * len(ls)), 6.4)
         axes = fig.subplots(2, len(ls), squeeze=False)
         for c, l in enumerate(ls):
             ax = axes[0, c]
@@ -261,8 +313,8 @@ def adaptive_ser_figure(result: Mapping[str, Any]):
                     ax.plot([r["nfe"] for r in rs], [r["ser"] for r in rs], marker=marker[spec], ms=3.5, mfc="none",
                             color=colour[spec], label=label)
                 if spec.startswith("iid"):
-                    ax.plot([r["nfe"] for r in rs], [r["theorem44_lower"] for r in rs], "k--", lw=1,
-                            label="Theorem 4.4 lower bound, ε = 0")
+                    _line(ax, [r["nfe"] for r in rs], [r["theorem44_lower"] for r in rs], color="k", ls="--", lw=1,
+                          label="Theorem 4.4 lower bound, ε = 0")
             ax.axhline(result["target"], color="0.5", ls=":", lw=1, label=f"target SER = {result['target']:g}")
             ax.set_xscale("log")
             ax.set_xlabel("NFE (N; E[NFE] for i.i.d.)")
@@ -281,17 +333,13 @@ def adaptive_ser_figure(result: Mapping[str, Any]):
                 ax.scatter([], [], marker="$\\uparrow$", s=90, color="k",
                            label="not reached within the sweep (arrow at the top, the rule's colour)")
             if Ls:
-                ax.plot(Ls, Ls, "k:", lw=1, label="NFE = L")
+                _line(ax, Ls, Ls, color="k", ls=":", lw=1, label="NFE = L")
                 _log2_axis(ax, Ls)
             ax.set_yscale("log")
             ax.set_xlabel("sequence length L")
             ax.set_ylabel(f"NFE reaching SER ≤ {result['target']:g}")
-            ax.set_title(f"l = {l}: cost of SER ≤ {result['target']:g}")
-        handles: dict = {}
-        for ax in axes.ravel():
-            for h, lab in zip(*ax.get_legend_handles_labels()):
-                handles.setdefault(lab, h)
-        fig.legend(list(handles.values()), list(handles), loc="outside right center")
+            ax.set_title(f"l = {l}: cost of SER ≤ {result['target']:g}", pad=9)  # above the arrows on the edge
+        _collect_legend(fig, axes.ravel(), ncol=3)  # below the panels: beside them, the figure is too wide
     return fig
 
 
@@ -312,16 +360,13 @@ def adaptive_ter_figure(result: Mapping[str, Any]):
                 ax.plot([r["L"] for r in ok], [r["nfe"] for r in ok], marker=marker[p], ms=4, mfc="none",
                         color=colour[p], label=p)
             _not_reached(ax, [r["L"] for r in rs if r not in ok], f"{p}: not reached", colour[p])
-        ax.plot(Ls, Ls, "k:", lw=1, label="NFE = L")
+        _line(ax, Ls, Ls, color="k", ls=":", lw=1, label="NFE = L")
         ax.set_yscale("log")
         _log2_axis(ax, Ls)
         ax.set_xlabel("sequence length L")
         ax.set_ylabel(f"mean NFE reaching KL/L ≤ {result['target']:g}")
-        ax.set_title(f"{_short(result['language'])}: steps to a KL/L target")
-        if len(specs) > 4:  # many rules: the legend beside the panel, not over the curves
-            fig.legend(*ax.get_legend_handles_labels(), loc="outside right center")
-        else:
-            ax.legend(loc="best")
+        ax.set_title(f"{_short(result['language'])}: steps to a KL/L target", pad=9)  # above the arrows
+        _collect_legend(fig, [ax], loc="outside right center", ncol=1)  # beside the panel, not over the curves
     return fig
 
 
@@ -366,13 +411,30 @@ def _languages(rows, role):
     return list(dict.fromkeys(r["language"] for r in rows if r["role"] == role))
 
 
-def _collect_legend(fig_or_sub, axes, loc="outside lower center", ncol=4):
-    handles: dict = {}
-    for ax in axes:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(lab, h)
-    if handles:
-        fig_or_sub.legend(list(handles.values()), list(handles), loc=loc, ncol=ncol)
+def _lengths_words(lengths) -> str:
+    Ls = sorted(set(lengths))
+    return ", ".join(str(L) for L in Ls) if len(Ls) <= 4 else f"{Ls[0]}, {Ls[1]}, …, {Ls[-1]}"
+
+
+def _figure1_who(rows, model: str, lengths: bool = True) -> str:
+    """The samplers that Figure 1 ``rows`` hold, in words for a title, with their lengths: e.g. "oracle MDM
+    at L = 64, 128; tiny networks (MDM, AR) at L = 64" (never a sampler or a length the rows lack)."""
+    parts = []
+    oracle = [r["L"] for r in rows if r["kind"] == "oracle"]
+    if oracle:
+        parts.append("oracle MDM" + (f" at L = {_lengths_words(oracle)}" if lengths else ""))
+    nets = tuple(k for k in ("mdm", "ar") if any(r["kind"] == k for r in rows))
+    if nets:
+        what = {("mdm",): f"{model} MDM", ("ar",): f"{model} AR model",
+                ("mdm", "ar"): f"{model} networks (MDM, AR)"}[nets]
+        Ls = [r["L"] for r in rows if r["kind"] != "oracle"]
+        parts.append(what + (f" at L = {_lengths_words(Ls)}" if lengths else ""))
+    return ("; " if lengths else " and ").join(parts[::-1] if not lengths else parts)
+
+
+def _figure1_drawn(rows, key_of_role) -> list:
+    """The rows of a Figure 1 result with a finite value to draw (``key_of_role[row["role"]]``)."""
+    return [r for r in rows if r.get("role") in key_of_role and _finite(r.get(key_of_role[r["role"]]))]
 
 
 def figure1_figure(result: Mapping[str, Any]):
@@ -382,7 +444,10 @@ def figure1_figure(result: Mapping[str, Any]):
 
     ``result``: what :meth:`mdmt.empirical.experiments.Figure1.run` returns (``figure1.json``).
     """
-    rows, targets = result["rows"], result.get("targets", [])
+    targets = result.get("targets", [])
+    rows = _figure1_drawn(result["rows"], {role: _metric(role, targets)[0] for role in ("ter", "ser")})
+    if not rows and not targets:
+        raise ValueError("figure1_figure: the result holds no point to draw")
     ter, ser = _languages(rows, "ter"), _languages(rows, "ser")
     lengths = sorted({r["L"] for r in rows if r["kind"] == "oracle"})
     import matplotlib
@@ -409,16 +474,16 @@ def figure1_figure(result: Mapping[str, Any]):
                                   label=f"oracle MDM, L = {L}")
                         ex = [(r["N"], r["ser_exact_oracle"]) for r in pts if r.get("ser_exact_oracle") is not None]
                         if ex:
-                            ax.plot(*zip(*ex), color=colour[L], ls=":", lw=2, alpha=0.9,
-                                    label="exact oracle SER 1 − ρ^(L/l) (dotted)")
+                            _line(ax, *zip(*ex), color=colour[L], ls=":", lw=2, alpha=0.9,
+                                  label="exact oracle SER 1 − ρ^(L/l) (dotted)")
                 mdm = sorted((r for r in rs if r["kind"] == "mdm" and _finite(r[key])), key=lambda r: r["N"])
                 if mdm:
                     _errorbar(ax, mdm, key, color="k", marker="s", ms=3, lw=1.0, ls="--",
                               label=f"trained MDM, L = {mdm[0]['L']}")
                     lb = [(r["N"], r["ser_lower_bound"]) for r in mdm if r.get("ser_lower_bound") is not None]
                     if lb:
-                        ax.plot(*zip(*lb), color="tab:red", ls="--", lw=1,
-                                label="Theorem 4.4 at the trained MDM's measured ε (estimate)")
+                        _line(ax, *zip(*lb), color="tab:red", ls="--", lw=1,
+                              label="Theorem 4.4 at the trained MDM's measured ε (estimate)")
                 for r in rs:
                     if r["kind"] == "ar" and _finite(r[key]):
                         _errorbar(ax, [r], key, color="tab:red", marker="*", ms=8, ls="none",
@@ -440,8 +505,9 @@ def figure1_figure(result: Mapping[str, Any]):
             for ax, role in zip(axes, roles_with_targets):
                 _figure1_targets(ax, [t for t in targets if t["role"] == role and t["kind"] == "oracle"], role)
             _collect_legend(sub, axes, ncol=3)  # below the panels: their curves fill every corner
-        fig.suptitle(f"TER gap and SER against sampling steps N: oracle MDM at every L, "
-                     f"{result.get('config', {}).get('model', 'tiny')} networks")
+        what = " and ".join(w for w, names in (("TER gap", ter), ("SER", ser)) if names) or "Steps to the targets"
+        fig.suptitle(f"{what} against sampling steps N\n"
+                     f"{_figure1_who(rows, result.get('config', {}).get('model', 'tiny'))}")
     return fig
 
 
@@ -462,8 +528,8 @@ def _figure1_targets(ax, recs, role) -> None:
                      f"{_short(name)}: not reached by N = {miss[0]['largest_N_swept']}" if miss else "", f"C{k}")
         ex = [(t["L"], t["exact_N"]) for t in rs if t.get("exact_N") is not None]
         if ex:
-            ax.plot(*zip(*ex), ls=":" if role == "ser" else "--", lw=1.6, color=f"C{k}",
-                    label=f"{_short(name)}: {rs[0]['exact_what']}")
+            _line(ax, *zip(*ex), ls=":" if role == "ser" else "--", lw=1.6, color=f"C{k}",
+                  label=f"{_short(name)}: {rs[0]['exact_what']}")
     _log2_axis(ax, [t["L"] for t in recs] or [64])
     ax.set_yscale("log", base=2)
     values = [v for t in recs for v in (t["smallest_N"], t.get("exact_N"), t["largest_N_swept"]) if v]
@@ -473,7 +539,7 @@ def _figure1_targets(ax, recs, role) -> None:
     ax.set_ylabel("smallest N reaching the target")
     key, target = _metric(role, recs)
     ax.set_title("oracle MDM: steps to " + (TER_TARGET_WORDS if role == "ter" else SER_TARGET_WORDS).format(
-        target=target))
+        target=target), pad=9)  # above the arrows on the upper edge
 
 
 
@@ -481,42 +547,52 @@ def figure1_paper_figure(result: Mapping[str, Any]):
     """Figure 1 in the paper's axes (Section 5): generative perplexity against N for each TER language and
     SER against N for each SER language, at the networks' training length: the trained MDM and the oracle
     MDM as curves with 95% intervals, the AR model (KV cache, N = L) as a horizontal line with its band,
-    and the language's true perplexity exp(H/L) dashed.  ``result``: ``figure1.json``."""
-    rows = result["rows"]
+    and the language's true perplexity exp(H/L) dotted.  ``result``: ``figure1.json``.
+
+    The figure draws what the result holds: the length is the networks' training length where networks
+    were run, else the configured training length if the oracle ran at it, else the smallest length the
+    oracle ran at; a panel per language with a point at that length; the title names the samplers drawn.
+    """
+    keys = {"ter": "gen_perplexity", "ser": "ser"}
+    rows = _figure1_drawn(result["rows"], keys)
+    if not rows:
+        raise ValueError("figure1_paper_figure: the result holds no point to draw")
+    config = result.get("config", {})
+    nets = sorted({r["L"] for r in rows if r["kind"] != "oracle"})
+    Ls = nets or sorted({r["L"] for r in rows})
+    L0 = config.get("length") if config.get("length") in Ls else Ls[0]
+    rows = [r for r in rows if r["L"] == L0]
     ter, ser = _languages(rows, "ter"), _languages(rows, "ser")
-    L0 = result.get("config", {}).get("length")
-    if L0 is None:
-        L0 = next((r["L"] for r in rows if r["kind"] != "oracle"), min(r["L"] for r in rows))
     panels = [(n, "ter") for n in ter] + [(n, "ser") for n in ser]
     cols = min(3, len(panels))
     nrows = -(-len(panels) // cols)
+    true_perplexity = {r["language"]: r["true_perplexity"] for r in result["rows"]
+                       if r.get("L") == L0 and _finite(r.get("true_perplexity"))}
     with _style():
-        fig = _figure(max(PAGE_WIDTH, 2.4 * cols), 2.3 * nrows + 0.6)
+        fig = _figure(max(PAGE_WIDTH, 2.4 * cols), 2.3 * nrows + 0.8)
         axes = fig.subplots(nrows, cols, squeeze=False).ravel()
         for ax in axes[len(panels):]:
             fig.delaxes(ax)
         for ax, (name, role) in zip(axes, panels):
-            key = "gen_perplexity" if role == "ter" else "ser"
-            rs = [r for r in rows if r["language"] == name and r["L"] == L0]
+            key = keys[role]
+            rs = [r for r in rows if r["language"] == name]
             for kind, style in (("oracle", dict(color="tab:blue", marker="o", ms=2.5, label="oracle MDM")),
                                 ("mdm", dict(color="k", marker="s", ms=3, ls="--", label="trained MDM"))):
-                pts = sorted((r for r in rs if r["kind"] == kind and _finite(r[key])), key=lambda r: r["N"])
+                pts = sorted((r for r in rs if r["kind"] == kind), key=lambda r: r["N"])
                 if pts:
                     _errorbar(ax, pts, key, lw=1.1, **style)
             for r in rs:
-                if r["kind"] == "ar" and _finite(r[key]):
+                if r["kind"] == "ar":
                     ax.axhline(r[key], color="tab:red", lw=1.2, label="AR model (N = L)")
                     if _finite(r.get(key + "_lo")) and _finite(r.get(key + "_hi")):
                         ax.axhspan(r[key + "_lo"], r[key + "_hi"], color="tab:red", alpha=0.12, lw=0)
-            if role == "ter":
-                true = next((r["true_perplexity"] for r in rs if _finite(r.get("true_perplexity"))), None)
-                if true is not None:
-                    ax.axhline(true, color="0.3", ls=":", lw=1, label="true perplexity exp(H/L)")
+            if role == "ter" and name in true_perplexity:
+                ax.axhline(true_perplexity[name], color="0.3", ls=":", lw=1, label="true perplexity exp(H/L)")
             _steps_panel(ax, role, "generative perplexity", f"{_short(name)}: "
-                         + ("perplexity" if role == "ter" else "SER") + f", L = {L0}", [r["N"] for r in rs] or [L0])
+                         + ("perplexity" if role == "ter" else "SER") + f", L = {L0}", [r["N"] for r in rs])
         _collect_legend(fig, axes[:len(panels)])
-        fig.suptitle(f"Figure 1 (paper's axes): {result.get('config', {}).get('model', 'tiny')} networks "
-                     f"and the oracle at L = {L0}")
+        fig.suptitle(f"Figure 1 (paper's axes), L = {L0}: "
+                     f"{_figure1_who(rows, config.get('model', 'tiny'), lengths=False)}")
     return fig
 
 
