@@ -191,6 +191,17 @@ def test_exact_sample_dependencies_curve(tmp_path, capsys):
     assert png.stat().st_size > 1000 and csv.read_text().startswith("L,N,chain_bound")
 
 
+def test_bare_mdmt_prints_the_usage_and_the_commands(capsys):
+    """No arguments: the usage and every command with its help on standard output; one error line, exit 2 (a
+    missing command is a usage error, as argparse has it)."""
+    from mdmt.cli import COMMANDS
+
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: mdmt") and all(f"    {name}" in out for name in COMMANDS)
+    assert err.count("\n") == 1 and err.startswith("mdmt: error: give a COMMAND")
+
+
 def test_malformed_language_file_is_one_error_line(tmp_path, capsys):
     lang = tmp_path / "bad.json"
     lang.write_text(json.dumps({"kind": "hmm", "initial": [1.0], "transition": [[0.5]], "emission": [[1.0]]}))
