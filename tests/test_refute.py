@@ -125,6 +125,19 @@ def test_the_seed_means_the_same_search_beside_any_loaded_module(tmp_path):
     assert runs[0] == runs[1]
 
 
+def test_the_boolean_draws_reach_every_value_and_shrink_toward_the_first():
+    from hypothesis import find, settings
+
+    from mdmt.bounds.families import below, choice
+
+    quiet = settings(database=None, max_examples=2000)
+    for n in (1, 2, 3, 5, 13, 14):
+        assert find(below(n), lambda v: True, settings=quiet) == 0
+        for v in range(n):
+            assert find(below(n), lambda x, v=v: x == v, settings=quiet) == v
+    assert find(choice(["iid", "confidence"]), lambda p: True, settings=quiet) == "iid"
+
+
 def test_the_search_uses_only_the_public_api_of_hypothesis():
     """Hypothesis's internals change between its releases; the refutation engine (core) imports its public API."""
     import ast
