@@ -23,7 +23,7 @@ orders counterexamples: shorter, fewer steps, fewer positive entries, smaller co
 
 Every value the search draws is built from Hypothesis's booleans (:func:`below`, :func:`choice`), never from
 its integer draws: Hypothesis gives an integer draw, now and then, one of the literals of the modules the
-process has loaded from outside site-packages (a notebook's helpers, a test suite, an editable install), and
+process has loaded from outside site-packages (a notebook's own modules, a test suite, an editable install), and
 caches them under ``.hypothesis/`` in the working folder.  With booleans only, a seed means the same search in
 every process, and a search writes nothing.
 """

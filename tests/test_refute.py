@@ -110,12 +110,12 @@ def test_the_seed_means_the_same_search_beside_any_loaded_module(tmp_path):
     import sys
 
     literals = ", ".join(str(1000 + 7919 * i) for i in range(600))  # in the range of the drawn seeds
-    (tmp_path / "user_helpers.py").write_text(f"CONSTANTS = [{literals}]\n")
+    (tmp_path / "user_module.py").write_text(f"CONSTANTS = [{literals}]\n")
     call = ('search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=200, seed=11, certify=False, '
             'refine=False)')
     fresh = f"import json\nfrom mdmt.bounds.refute import search\nprint(json.dumps({call}.history))"
     runs = []
-    for code in (fresh, "import user_helpers\n" + fresh):
+    for code in (fresh, "import user_module\n" + fresh):
         work = tmp_path / f"run{len(runs)}"
         work.mkdir()
         runs.append(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
