@@ -126,8 +126,9 @@ def test_the_refusal_at_large_L_names_the_interval_hmms_closed_form(capsys):
     from mdmt.constructions.reverse.exact import exact_metrics, exact_output_law
 
     pi = np.full(4, 0.25)
+    names = r"closed form at any L: oracle_ser\(5, 20, pi\).*mdmt curve ser -l 5 -L 20"
     for call in (exact_output_law, exact_metrics):
-        with pytest.raises(ValueError, match=r"closed form at any L: oracle_ser\(5, 20, pi\).*mdmt curve ser -l 5 -L 20"):
+        with pytest.raises(ValueError, match=names):
             call(interval_hmm(5), 20, pi)
     with pytest.raises(ValueError, match="partial assignments") as exc:
         exact_metrics(random_ngram(2, 16, 2.0, 0.0, seed=0), 20, pi)
