@@ -87,11 +87,23 @@ def min_steps_ter(n: int, L: int, V: int, eps: float, eps_learning: float = 0.0,
     return hi
 
 
-def ter_curve(n: int, eps: float, lengths: Iterable[int], V: int = 8, eps_learning: float = 0.0,
+def lengths_of(lengths, what: str = "length L") -> list[int]:
+    """One length or several (any iterable) as a list of positive ints: the ``lengths`` of :func:`ter_curve` and
+    :func:`ser_curve`, which both take either; an empty list is refused."""
+    if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Iterable):
+        lengths = [lengths]
+    out = [positive_int(what, L) for L in lengths]
+    if not out:
+        raise ValueError(f"give at least one {what}")
+    return out
+
+
+def ter_curve(n: int, eps: float, lengths: int | Iterable[int], V: int = 8, eps_learning: float = 0.0,
               schedule: str = "warmstart", steps: Iterable[int] | None = None) -> Result:
     """Rows (L, N, the (C4) chain bound on KL/L, Theorem 4.2's explicit bound) for an n-gram over V symbols,
-    the target eps_learning + 4 eps log V, the smallest N meeting it for each L (``min_steps``) and Theorem
-    4.2's step count; a :class:`mdmt.results.Result` (``.to_frame()``, ``.to_csv()``, ``.plot()``)."""
+    the target eps_learning + 4 eps log V, the smallest N meeting it for each L (``min_steps``, keyed by L) and
+    Theorem 4.2's step count; a :class:`mdmt.results.Result` (``.to_frame()``, ``.to_csv()``, ``.plot()``).
+    ``lengths``: one length L or several, as for :func:`ser_curve`."""
     n = positive_int("n-gram order n", n, minimum=2)
     V = positive_int("vocabulary size |V|", V, minimum=2)
     try:
@@ -102,9 +114,7 @@ def ter_curve(n: int, eps: float, lengths: Iterable[int], V: int = 8, eps_learni
         raise ValueError(f"eps must be in (0, 1), got {eps!r}")
     eps_learning = learning_error_value(eps_learning, "eps_learning")
     schedule = check_ter_schedule(schedule)
-    lengths = [positive_int("length L", L) for L in lengths]
-    if not lengths:
-        raise ValueError("give at least one length L")
+    lengths = lengths_of(lengths)
     n42 = theorem_42_steps(n, eps)
     # default grid: N = 2, 4, ..., 4096 and the Theorem 4.2 step count itself (up to 2^20), so its bound shows on a row
     grid = [2 ** k for k in range(1, 13)] + ([n42] if n42 <= 1 << 20 else [])
@@ -171,30 +181,43 @@ def critical_c(l: int, L: int) -> tuple[float, int]:
     return lo / L, lo
 
 
-def ser_curve(l: int, L: int, eps_learning: float = 1 / 128, steps: Iterable[int] | None = None) -> Result:
-    """Rows (N, C = N/L, exact oracle SER, Theorem 4.4 lower bound at eps_learning, Theorem 4.3 upper bound for the
-    oracle) on the interval HMM of interval length l at length L, with the critical C (largest N/L with oracle
-    SER > 1/2) and Theorem 4.4's constant C_0; a :class:`mdmt.results.Result` (``.to_frame()``, ``.plot()``)."""
+def ser_curve(l: int, L: int | Iterable[int], eps_learning: float = 1 / 128,
+              steps: Iterable[int] | None = None) -> Result:
+    """Rows (L, N, C = N/L, exact oracle SER, Theorem 4.4 lower bound at eps_learning, Theorem 4.3 upper bound for
+    the oracle) on the interval HMM of interval length l, with, for each L, the critical C (largest N/L with oracle
+    SER > 1/2; ``critical_c`` and ``critical_steps``, keyed by L, as ``min_steps`` of :func:`ter_curve`) and
+    Theorem 4.4's constant C_0; a :class:`mdmt.results.Result` (``.to_frame()``, ``.plot()``).
+
+    ``L``: one length or several (each a multiple of l), as for :func:`ter_curve`; ``steps``: the N of every
+    length (default: N = C L for C = 0.01 ... 100, and L^2, 10 L^2)."""
     l = positive_int("interval length l", l, minimum=2)
     if l > MAX_INTERVAL:
         raise ValueError(f"interval length l = {l}: the exact interval closed forms cost O(l^2 log N) per point; "
                          f"mdmt's limit is l <= {MAX_INTERVAL} (use a shorter interval)")
-    L = positive_int("sequence length L", L)
+    lengths = lengths_of(L, "sequence length L")
     eps_learning = learning_error_value(eps_learning, "eps_learning")
-    if L % l:
-        raise ValueError(f"sequence length L={L} is not a multiple of the interval length l={l}")
-    steps = steps or sorted({max(1, int(L * c)) for c in (0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 1, 2, 4, 10, 100)} | {L * L, 10 * L * L})
-    steps = [positive_int("number of steps N", N) for N in steps]
-    if max(steps) > MAX_STEPS:
-        raise ValueError(f"N = {max(steps)} steps exceeds mdmt's limit of {MAX_STEPS}")
-    rows = []
-    for N in steps:
-        rows.append({"N": N, "C": N / L, "oracle_ser": oracle_ser_lin(l, L, N),
-                     "theorem44_lower": THEOREM_44_BOUND.evaluate(epsilon_learning=eps_learning,
-                                                                  P_distinct_l=p_distinct_linear(N, l), L=L, l=l),
-                     "theorem43_upper": THEOREM_43.evaluate(P_distinct=p_distinct_linear(N, L), L=L,
-                                                            epsilon_learning=0.0)})
-    c, n_star = critical_c(l, L)
-    return Result({"interval_length": l, "L": L, "eps_learning": eps_learning, "critical_c": c,
-                   "critical_steps": n_star, "theorem44_constant": theorem_44_constant(l, eps_learning), "rows": rows},
+    for length in lengths:
+        if length % l:
+            raise ValueError(f"sequence length L={length} is not a multiple of the interval length l={l}")
+    grid = {}
+    for length in lengths:  # every step count, before any point is computed
+        Ns = steps or sorted({max(1, int(length * c)) for c in (0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 1, 2, 4, 10, 100)}
+                             | {length * length, 10 * length * length})
+        grid[length] = Ns = [positive_int("number of steps N", N) for N in Ns]
+        if max(Ns) > MAX_STEPS:
+            raise ValueError(f"N = {max(Ns)} steps exceeds mdmt's limit of {MAX_STEPS}")
+    rows, critical = [], {}
+    for length in lengths:
+        for N in grid[length]:
+            rows.append({"L": length, "N": N, "C": N / length, "oracle_ser": oracle_ser_lin(l, length, N),
+                         "theorem44_lower": THEOREM_44_BOUND.evaluate(epsilon_learning=eps_learning,
+                                                                      P_distinct_l=p_distinct_linear(N, l), L=length,
+                                                                      l=l),
+                         "theorem43_upper": THEOREM_43.evaluate(P_distinct=p_distinct_linear(N, length), L=length,
+                                                                epsilon_learning=0.0)})
+        critical[length] = critical_c(l, length)
+    return Result({"interval_length": l, "eps_learning": eps_learning,
+                   "critical_c": {length: c for length, (c, _) in critical.items()},
+                   "critical_steps": {length: n_star for length, (_, n_star) in critical.items()},
+                   "theorem44_constant": theorem_44_constant(l, eps_learning), "rows": rows},
                   figure="curve_ser_figure")

@@ -20,6 +20,12 @@ for the search: Hypothesis shrinks integers toward 0, so its smallest instances 
 rows with one non-zero code are deterministic -- the tables where extremal cases live; large codes
 reach probability ratios of 2^(WEIGHT_LEVELS - 1).  The size of an instance (:func:`instance_size`)
 orders counterexamples: shorter, fewer steps, fewer positive entries, smaller codes.
+
+Every value the search draws is built from Hypothesis's booleans (:func:`below`, :func:`choice`), never from
+its integer draws: Hypothesis gives an integer draw, now and then, one of the literals of the modules the
+process has loaded from outside site-packages (a notebook's own modules, a test suite, an editable install), and
+caches them under ``.hypothesis/`` in the working folder.  With booleans only, a seed means the same search in
+every process, and a search writes nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ WEIGHT_LEVELS = 12  # codes 0..12: zero, or weights 1, 2, 4, ..., 2^11
 PERTURB_LEVELS = 6  # a perturbation scales an entry by 2^(k/2), |k| <= 6, or drops it (k = -7)
 TEMPERATURES = (0.3, 0.5, 1.0, 2.0, 4.0)  # Algorithm 1/2 draws: low temperatures give peaked rows
 THRESHOLDS = (0.0, 0.05, 0.2)  # and pruning thresholds: dense rows, and sparse ones
-MAX_TABLE_ENTRIES = 4096  # one integer per entry is drawn and shrunk: larger tables are refused
+MAX_TABLE_ENTRIES = 2000  # four bits per entry are drawn and shrunk (Hypothesis holds 8 KiB of choices per instance)
 
 
 def parse_family(text: str) -> tuple[str, dict]:
@@ -122,13 +128,13 @@ class Family:
         where random codes rarely do)."""
         from hypothesis import strategies as st
 
-        if self.base is not None:
-            entry = st.integers(-PERTURB_LEVELS - 1, PERTURB_LEVELS)
-            return st.lists(entry, min_size=self.entries, max_size=self.entries).map(tuple)
-        free = st.lists(st.integers(0, WEIGHT_LEVELS), min_size=self.entries, max_size=self.entries).map(tuple)
-        drawn = st.builds(self.drawn_codes, st.sampled_from(TEMPERATURES), st.sampled_from(THRESHOLDS),
-                          st.integers(0, 2 ** 31 - 1))
-        return st.one_of(drawn, free)
+        if self.base is not None:  # k in -PERTURB_LEVELS-1..PERTURB_LEVELS as a sign and a size, 0 for no bits
+            entry = st.tuples(st.booleans(), below(PERTURB_LEVELS + 2)).map(
+                lambda sk: -sk[1] if sk[0] else min(sk[1], PERTURB_LEVELS))
+            return st.tuples(*[entry] * self.entries)
+        free = st.tuples(*[below(WEIGHT_LEVELS + 1)] * self.entries)
+        drawn = st.builds(self.drawn_codes, choice(TEMPERATURES), choice(THRESHOLDS), below(2 ** 31))
+        return st.booleans().flatmap(lambda use_free: free if use_free else drawn)
 
     def drawn_codes(self, temperature: float, threshold: float, seed: int) -> tuple:
         """The codes nearest a language of Algorithm 1 (n-grams) or 2 (HMMs): each positive entry p of a row as
@@ -148,6 +154,24 @@ class Family:
             c = np.where(rows > 0, 1 + np.round(np.log2(np.where(rows > 0, rows, 1.0) / smallest)), 0)
             codes.extend(int(v) for v in np.minimum(c, WEIGHT_LEVELS).ravel())
         return tuple(codes)
+
+
+def below(n: int):
+    """The Hypothesis strategy of the integers 0..n-1, made of booleans (module docstring): k = bit length of n - 1
+    bits b, read as an integer and scaled to floor(b n / 2^k), so it shrinks toward 0 and reaches every value."""
+    from hypothesis import strategies as st
+
+    n = positive_int("number of values", n)
+    k = (n - 1).bit_length()
+    if k == 0:
+        return st.just(0)
+    return st.tuples(*[st.booleans()] * k).map(lambda bits: (int("".join("01"[b] for b in bits), 2) * n) >> k)
+
+
+def choice(values):
+    """The Hypothesis strategy of one of ``values`` (shrinking toward the first), made of booleans (:func:`below`)."""
+    values = list(values)
+    return below(len(values)).map(values.__getitem__)
 
 
 def family(text) -> Family:
@@ -179,7 +203,7 @@ def family(text) -> Family:
         interval = int(text.partition(":")[2]) if text.startswith("interval:") else None
         fam = Family(text, "language", shapes, base=base, interval=interval)
     if fam.entries > MAX_TABLE_ENTRIES:
-        raise ValueError(f"family {text!r}: its tables have {fam.entries} entries; the search draws one integer "
+        raise ValueError(f"family {text!r}: its tables have {fam.entries} entries; the search draws one code "
                          f"per entry and supports at most {MAX_TABLE_ENTRIES}")
     return fam
 

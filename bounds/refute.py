@@ -36,7 +36,6 @@ result.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
 import time
@@ -276,10 +275,11 @@ class _Search:
         from hypothesis import seed as hypothesis_seed
         from hypothesis import strategies as st
 
+        from .families import choice
+
         self.phase = "explore"
         fam = self.family
-        instances = st.tuples(st.sampled_from(sorted(set(lengths))), st.sampled_from(sorted(set(steps))),
-                              st.sampled_from(list(processes)), fam.codes())
+        instances = st.tuples(choice(sorted(set(lengths))), choice(sorted(set(steps))), choice(processes), fam.codes())
         limit = stop - self.budget.used if self.budget.evaluations is not None else 10 ** 6
 
         @settings(max_examples=max(1, math.ceil(limit)), database=None, deadline=None, print_blob=False,
@@ -302,7 +302,7 @@ class _Search:
         from hypothesis.errors import HypothesisDeprecationWarning
 
         try:
-            with warnings.catch_warnings(), _without_local_constants():
+            with warnings.catch_warnings():
                 warnings.simplefilter("ignore", HypothesisDeprecationWarning)  # a Dask worker's threads touch `random`
                 probe()
         except (_Spent, _Violated):
@@ -337,31 +337,6 @@ class _Search:
         except _Spent:
             assert self.smallest is not None  # cand violates, so a smallest violation is on record
             return self.smallest
-
-
-@contextlib.contextmanager
-def _without_local_constants():
-    """Hypothesis draws a few of its values from the literals of the "local" modules a process has loaded (those
-    outside site-packages: a test suite, a notebook's helpers, an editable install), so the same seed would give
-    different instances in different processes.  The search turns that source off for its own run (and clears the
-    cache built from it), so a seed means the same search everywhere; a Hypothesis without it is left alone."""
-    try:
-        from hypothesis.internal.conjecture import providers
-    except ImportError:  # pragma: no cover (a Hypothesis that keeps its providers elsewhere has no local constants)
-        yield
-        return
-    get, cache = getattr(providers, "_get_local_constants", None), getattr(providers, "CONSTANTS_CACHE", None)
-    if get is None or cache is None or not hasattr(providers, "Constants") or not hasattr(cache, "cache"):
-        yield
-        return
-    empty = providers.Constants()
-    cache.cache.clear()
-    providers._get_local_constants = lambda: empty
-    try:
-        yield
-    finally:
-        providers._get_local_constants = get
-        cache.cache.clear()
 
 
 def _margins(claim: Claim, lang, L: int, N: int, process: str, interval: int | None = None) -> tuple:

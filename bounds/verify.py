@@ -138,7 +138,7 @@ def _rare_collections(young: int = 50_000):
             gc.unfreeze()
 
 
-def run_checks(quick: bool = True, pattern: str | None = None,
+def run_checks(quick: bool = False, pattern: str | None = None,
                progress: Callable[[int, int, str], object] | None = None) -> list[Row]:
     chosen = select(pattern)
     todo = [j for j in jobs(quick) if chosen & set(j.families)]
@@ -188,7 +188,7 @@ def summarize(rows: list[Row]) -> tuple[list[dict], list[dict]]:
     return fams, groups
 
 
-def verify(quick: bool = True, pattern: str | None = None, progress: Callable[[int, int, str], object] | None = None,
+def verify(quick: bool = False, pattern: str | None = None, progress: Callable[[int, int, str], object] | None = None,
            keep_rows: bool = False) -> Result:
     """Run the selected families; the summary per family and per (family, instance), the violated rows
     (all rows with ``keep_rows``), and the instances' legend: a :class:`mdmt.results.Result` whose tables are

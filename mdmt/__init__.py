@@ -37,7 +37,7 @@ Curves, studies and their figures
     ``ter_curve``, ``ser_curve`` (``mdmt curve ter|ser``), ``atlas`` and ``atlas_sweep`` (``mdmt atlas``),
     ``ser_study``, ``ter_study`` (``mdmt adaptive ser|ter``): each returns a ``Result`` -- the dict ``--json``
     prints, with ``.to_frame()``, ``.to_csv()``, ``.column()`` and ``.plot()`` (the command's figure, drawn by
-    :mod:`mdmt.plots`, which holds every figure mdmt draws)
+    :mod:`mdmt.plots`, which holds every figure mdmt draws; ``mdmt.plots`` loads on first use like every name here)
 Sweeps (docs/cluster.md)
     ``run_parts`` (independent parts in this process or on a Dask cluster)
 Networks (the ``empirical`` extra; more in :mod:`mdmt.empirical`)
@@ -107,4 +107,7 @@ _RENAMED = {"STATEMENTS": ("mdmt.bounds.statements", "ALL"), "refute": ("mdmt.bo
 
 from .lazy import lazy_exports  # noqa: E402
 
-__getattr__, __dir__, __all__ = lazy_exports("mdmt", globals(), _API, _RENAMED)
+#: Submodules read as attributes of ``mdmt`` without their own import (``mdmt.plots.atlas_figure``).
+_MODULES = ("bounds", "constructions", "empirical", "plots", "results", "sweep")
+
+__getattr__, __dir__, __all__ = lazy_exports("mdmt", globals(), _API, _RENAMED, _MODULES)

@@ -6,7 +6,9 @@ imported (and none for ``mdmt --help`` or ``mdmt --version``).  Building a comma
 neither sympy, scipy nor torch: a command module imports what it computes with inside ``run``.
 
 The contract (docs/reliability.md): a command exits 0 with its output, or 2 with exactly one
-line on standard error, ``mdmt <command>: error: ...``.  Every expected error is such a line:
+line on standard error, ``mdmt <command>: error: ...``.  Bare ``mdmt`` prints the usage and the list
+of commands on standard output and exits 2 with one such line (a missing command is a usage error,
+as argparse has it).  Every expected error is such a line:
 bad input (``ValueError``, which includes the resource guard's ``ResourceError`` and the output
 checks' ``OutputError``), any ``OSError`` on an input or output path (missing file, folder,
 permission, full disk), arithmetic overflow, and -- as a last line of defence -- running out of
@@ -88,6 +90,11 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     only = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only if only in COMMANDS else "")
+    if not argv:  # bare `mdmt`: the usage and the list of commands, then the usage error (exit 2, as argparse)
+        parser.print_help()
+        print("mdmt: error: give a COMMAND (the list above); mdmt COMMAND --help describes its flags",
+              file=sys.stderr)
+        return 2
     if only in COMMANDS:  # an argument no subcommand takes is reported by the root parser: under the command's name
         parser.command_prog = f"mdmt {only}"
     try:

@@ -184,26 +184,35 @@ def curve_ter_figure(result: Mapping[str, Any]):
 
 def curve_ser_figure(result: Mapping[str, Any]):
     """The exact oracle SER 1 - rho^(L/l) on the interval HMM against C = N/L, with Theorem 4.3's upper and
-    Theorem 4.4's lower bound and the critical constants.  ``result``: :func:`mdmt.bounds.curves.ser_curve`."""
+    Theorem 4.4's lower bound and the critical constants, for each length of the result (one colour per length
+    where there are several).  ``result``: :func:`mdmt.bounds.curves.ser_curve`."""
     with _style():
         fig = _figure(COLUMN_WIDTH * 1.25, 3.7)
         ax = fig.add_subplot()
-        rs = result["rows"]
-        x = [r["C"] for r in rs]
-        ax.semilogx(x, [r["theorem43_upper"] for r in rs], marker="^", ms=3, lw=1, ls="--", color="tab:green",
-                    label="Theorem 4.3 upper bound (oracle)")
-        ax.semilogx(x, [r["theorem44_lower"] for r in rs], marker="s", ms=2.5, lw=1, ls="--", color="tab:orange",
-                    label=f"Theorem 4.4 lower bound (ε = {result['eps_learning']:.3g})", zorder=3)
-        ax.semilogx(x, [r["oracle_ser"] for r in rs], marker="o", ms=5, mfc="none", lw=2, color="tab:blue",
-                    alpha=0.8, label="exact oracle SER 1 − ρ^(L/l)", zorder=2)
-        ax.axvline(result["critical_c"], color="k", ls="--", lw=1,
-                   label=f"critical C = {result['critical_c']:.3g} (exact)")
+        lengths = sorted({r["L"] for r in result["rows"]})
+        critical = {int(k): v for k, v in result["critical_c"].items()}  # JSON keys are strings
+        several = len(lengths) > 1
+        for k, L in enumerate(lengths):
+            rs = [r for r in result["rows"] if r["L"] == L]
+            x = [r["C"] for r in rs]
+            at = f", L = {L}" if several else ""
+            colour = (lambda c: f"C{k}") if several else (lambda c: c)
+            ax.semilogx(x, [r["theorem43_upper"] for r in rs], marker="^", ms=3, lw=1, ls="--",
+                        color=colour("tab:green"), label=f"Theorem 4.3 upper bound (oracle){at}")
+            ax.semilogx(x, [r["theorem44_lower"] for r in rs], marker="s", ms=2.5, lw=1, ls="--",
+                        color=colour("tab:orange"),
+                        label=f"Theorem 4.4 lower bound (ε = {result['eps_learning']:.3g}){at}", zorder=3)
+            ax.semilogx(x, [r["oracle_ser"] for r in rs], marker="o", ms=5, mfc="none", lw=2, color=colour("tab:blue"),
+                        alpha=0.8, label=f"exact oracle SER 1 − ρ^(L/l){at}", zorder=2)
+            ax.axvline(critical[L], color=colour("k"), ls="--", lw=1,
+                       label=f"critical C = {critical[L]:.3g} (exact){at}")
         ax.axvline(result["theorem44_constant"], color="tab:red", ls=":", lw=1.2,
                    label=f"Theorem 4.4 C₀ = {result['theorem44_constant']:.3g}")
         ax.axhline(0.5, color="0.5", ls=":", lw=0.8)
         ax.set_xlabel("C = N / L (linear schedule)")
         ax.set_ylabel("sequence error rate")
-        ax.set_title(f"SER against steps: interval HMM, l = {result['interval_length']}, L = {result['L']}")
+        ax.set_title(f"SER against steps: interval HMM, l = {result['interval_length']}, "
+                     f"L = {', '.join(str(L) for L in lengths)}")
         _collect_legend(fig, [ax], ncol=2)  # below the panel: the upper bound runs along its top
     return fig
 

@@ -43,7 +43,7 @@ def test_linear_schedule_without_an_array_agrees_with_the_array():
 
 def test_large_requests_answer_fast_or_refuse():
     out = ser_curve(5, 10 ** 6)  # N up to 10 L^2 = 10^13: no array of size N
-    assert 1.44 < out["critical_c"] < 1.45 and all(0 <= r["oracle_ser"] <= 1 for r in out["rows"])
+    assert 1.44 < out["critical_c"][10 ** 6] < 1.45 and all(0 <= r["oracle_ser"] <= 1 for r in out["rows"])
     ter = ter_curve(3, 0.05, [10 ** 9])  # the matrix-power path of E[D_j]
     assert ter["min_steps"][10 ** 9] is not None and all(math.isfinite(r["chain_bound"]) for r in ter["rows"])
     with pytest.raises(ValueError, match="l <= 256"):
@@ -52,8 +52,44 @@ def test_large_requests_answer_fast_or_refuse():
         ter_curve(1000, 0.05, [256])
 
 
+def test_both_curves_take_one_length_or_many():
+    """ter_curve and ser_curve agree: one length is the list of that length; several give rows with an L column
+    and the per-length summary keyed by L (min_steps; critical_c and critical_steps), each equal to the curve of
+    that length alone."""
+    one, many = ser_curve(5, 20), ser_curve(5, [20, 100])
+    assert one == ser_curve(5, [20]) and one == ser_curve(5, (L for L in [20]))
+    assert set(many["critical_c"]) == {20, 100} and many["critical_c"][20] == one["critical_c"][20]
+    c, n_star = critical_c(5, 100)
+    assert many["critical_c"][100] == c and many["critical_steps"][100] == n_star
+    assert [r for r in many["rows"] if r["L"] == 20] == one["rows"]
+    assert all(r["C"] == r["N"] / r["L"] for r in many["rows"])
+    ter = ter_curve(3, 0.05, 256)
+    assert ter == ter_curve(3, 0.05, [256]) and list(ter["min_steps"]) == [256]
+    assert ter_curve(3, 0.05, np.int64(256)) == ter
+    for call, says in ((lambda: ser_curve(5, []), "give at least one sequence length L"),
+                       (lambda: ter_curve(3, 0.05, []), "give at least one length L"),
+                       (lambda: ser_curve(5, [20, 21]), "L=21 is not a multiple"),
+                       (lambda: ser_curve(5, "20"), "sequence length L")):
+        with pytest.raises(ValueError, match=says):
+            call()
+
+
+def test_curve_ser_takes_several_lengths(capsys, tmp_path):
+    import json
+
+    png = tmp_path / "ser.png"
+    assert main(["curve", "ser", "-l", "5", "-L", "20,100", "--json", "--plot", str(png)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["critical_steps"] == {"20": critical_c(5, 20)[1], "100": critical_c(5, 100)[1]}
+    assert {r["L"] for r in out["rows"]} == {20, 100} and png.stat().st_size > 1000
+    assert main(["curve", "ser", "-l", "5", "-L", "20"]) == 0
+    text = capsys.readouterr().out
+    assert text.split()[:6] == ["L", "N", "C", "oracle_ser", "theorem44_lower", "theorem43_upper"]
+    assert f"L=20: {critical_c(5, 20)[0]:.6g} (N* = {critical_c(5, 20)[1]})" in text
+
+
 @pytest.mark.parametrize("argv, message", [
-    (["curve", "ser", "-l", "4", "-L", "0"], "--length must be an integer >= 1, got 0"),
+    (["curve", "ser", "-l", "4", "-L", "0"], "--length values must be >= 1, got 0"),
     (["curve", "ser", "-l", "0"], "--interval-length must be an integer >= 2, got 0"),
     (["curve", "ter", "--eps-learning", "-1"], "--eps-learning must be a finite number >= 0, got -1.0"),
     (["curve", "ter", "--eps-learning", "nan"], "--eps-learning must be a finite number >= 0, got nan"),

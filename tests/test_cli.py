@@ -184,11 +184,22 @@ def test_exact_sample_dependencies_curve(tmp_path, capsys):
     ser = run_json(capsys, ["curve", "ser", "--interval-length", "5", "--length", "1000"])
     # 1.443 = N*/L with N* = 1443, found by bisection on the closed form and checked exactly against its
     # neighbours in tests/test_bounds.py; the large-L limit is 1/ln 2 = 1.4427 (by hand: 1 - rho ~ C(l,2)/(2N))
-    assert ser["critical_c"] == pytest.approx(1.443, abs=1e-3)
+    assert ser["critical_c"]["1000"] == pytest.approx(1.443, abs=1e-3)  # keyed by L, as ter's min_steps
     png = tmp_path / "t.png"
     csv = tmp_path / "t.csv"
     assert main(["curve", "ter", "--n", "2", "--eps", "0.2", "--lengths", "128,256", "--plot", str(png), "--csv", str(csv)]) == 0
     assert png.stat().st_size > 1000 and csv.read_text().startswith("L,N,chain_bound")
+
+
+def test_bare_mdmt_prints_the_usage_and_the_commands(capsys):
+    """No arguments: the usage and every command with its help on standard output; one error line, exit 2 (a
+    missing command is a usage error, as argparse has it)."""
+    from mdmt.cli import COMMANDS
+
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: mdmt") and all(f"    {name}" in out for name in COMMANDS)
+    assert err.count("\n") == 1 and err.startswith("mdmt: error: give a COMMAND")
 
 
 def test_malformed_language_file_is_one_error_line(tmp_path, capsys):

@@ -118,6 +118,28 @@ def test_exact_rejects_too_large_instances():
         build_tables(random_ngram(2, 8, 2.0, 0.0, seed=0), 12)
 
 
+def test_the_refusal_at_large_L_names_the_interval_hmms_closed_form(capsys):
+    """On the interval HMM the oracle SER has a closed form at any L (oracle_ser, mdmt curve ser): the refusal names
+    it (library and command line); on another language, and at an L that is not a multiple of l, only Monte Carlo."""
+    from mdmt.cli import main
+    from mdmt.constructions.languages.interval import interval_hmm, interval_length_of
+    from mdmt.constructions.reverse.exact import exact_metrics, exact_output_law
+
+    pi = np.full(4, 0.25)
+    names = r"closed form at any L: oracle_ser\(5, 20, pi\).*mdmt curve ser -l 5 -L 20"
+    for call in (exact_output_law, exact_metrics):
+        with pytest.raises(ValueError, match=names):
+            call(interval_hmm(5), 20, pi)
+    with pytest.raises(ValueError, match="partial assignments") as exc:
+        exact_metrics(random_ngram(2, 16, 2.0, 0.0, seed=0), 20, pi)
+    assert "oracle_ser" not in str(exc.value) and "Monte Carlo sampler" in str(exc.value)
+    assert main(["exact", "--language", "interval:5", "-L", "20", "-N", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "oracle_ser(5, 20, pi)" in err and "mdmt curve ser -l 5 -L 20" in err
+    assert [interval_length_of(interval_hmm(l)) for l in (2, 3, 5)] == [2, 3, 5]
+    assert interval_length_of(random_ngram(2, 4, 2.0, 0.0, seed=0)) is None
+
+
 def test_learning_term_is_a_kl_divergence_and_zero_for_the_oracle():
     lang = random_ngram(2, 3, 2.0, 0.05, seed=2)
     pi = np.array([0.3, 0.3, 0.4])

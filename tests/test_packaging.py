@@ -127,6 +127,16 @@ def test_public_api_resolves_and_is_documented():
         mdmt.nothing  # noqa: B018
 
 
+def test_submodules_load_on_first_use_like_the_other_names():
+    """``import mdmt; mdmt.plots`` works without ``import mdmt.plots`` (and loads nothing before it is read)."""
+    code = ("import sys, mdmt; before = 'mdmt.plots' in sys.modules; f = mdmt.plots.curve_ser_figure; "
+            "print(before, callable(f), mdmt.bounds.ser_curve is mdmt.ser_curve, 'plots' in dir(mdmt), "
+            "'plots' in mdmt.__all__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True", "True", "True", "False"]
+
+
 def test_import_mdmt_is_cheap():
     code = "import sys, mdmt; print(sorted(m for m in ('numba', 'sympy', 'torch', 'scipy') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -2,6 +2,7 @@
 refutes a true bound."""
 
 import math
+import os
 
 import pytest
 
@@ -96,6 +97,58 @@ def test_the_seed_means_the_same_search_in_any_process():
     fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     here = search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=60, seed=11, certify=False).history
     assert json.loads(fresh.stdout) == here
+
+
+def test_the_seed_means_the_same_search_beside_any_loaded_module(tmp_path):
+    """Hypothesis gives an integer draw, now and then, one of the literals of the modules a process has loaded
+    from outside site-packages (and caches them under .hypothesis/ in the working folder).  A process that has
+    loaded a module full of large literals gets the same instances for a seed, and the search writes nothing
+    in the working folder: it draws booleans only (mdmt.bounds.families.below).  Without that, 200 draws of
+    this search take one of these literals as an Algorithm 1 seed."""
+    import json
+    import subprocess
+    import sys
+
+    literals = ", ".join(str(1000 + 7919 * i) for i in range(600))  # in the range of the drawn seeds
+    (tmp_path / "user_module.py").write_text(f"CONSTANTS = [{literals}]\n")
+    call = ('search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=200, seed=11, certify=False, '
+            'refine=False)')
+    fresh = f"import json\nfrom mdmt.bounds.refute import search\nprint(json.dumps({call}.history))"
+    runs = []
+    for code in (fresh, "import user_module\n" + fresh):
+        work = tmp_path / f"run{len(runs)}"
+        work.mkdir()
+        runs.append(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                              timeout=300, check=True, cwd=work,
+                                              env={**os.environ, "PYTHONPATH": str(tmp_path)}).stdout))
+        assert list(work.iterdir()) == [], f"the search wrote {sorted(p.name for p in work.iterdir())}"
+    assert runs[0] == runs[1]
+
+
+def test_the_boolean_draws_reach_every_value_and_shrink_toward_the_first():
+    from hypothesis import find, settings
+
+    from mdmt.bounds.families import below, choice
+
+    quiet = settings(database=None, max_examples=2000)
+    for n in (1, 2, 3, 5, 13, 14):
+        assert find(below(n), lambda v: True, settings=quiet) == 0
+        for v in range(n):
+            assert find(below(n), lambda x, v=v: x == v, settings=quiet) == v
+    assert find(choice(["iid", "confidence"]), lambda p: True, settings=quiet) == "iid"
+
+
+def test_the_search_uses_only_the_public_api_of_hypothesis():
+    """Hypothesis's internals change between its releases; the refutation engine (core) imports its public API."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted(root.glob("bounds/*.py")) + sorted(root.glob("mdmt/**/*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n.startswith("hypothesis.internal") for n in names), f"{path.name} imports {names}"
 
 
 def _copying_chain(p_first=0.5):

@@ -99,14 +99,14 @@ def test_shards_give_the_same_result_in_this_process_and_on_a_dask_cluster():
     """A sharded search is a pure function of (seed, shards): the serial run and two LocalCluster workers return the
     same margins in the same order, the same instance and the same certificate; the budget is divided exactly."""
     args = ("KL <= L * eps + 0.9 * log(V) * E_D", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",))
-    serial = search(*args, budget=90, seed=4, shards=3, jobs=1)
-    cluster = search(*args, budget=90, seed=4, shards=3, jobs=2)
+    serial = search(*args, budget=90, seed=5, shards=3, jobs=1)
+    cluster = search(*args, budget=90, seed=5, shards=3, jobs=2)
     assert serial.evaluations == cluster.evaluations == 90 and serial.settings["shards"] == 3
     assert serial.history == cluster.history and serial.verdict == cluster.verdict == "certified violation"
     assert serial.certificate == cluster.certificate
     assert serial.first_violation["evaluations"] == cluster.first_violation["evaluations"]
     assert serial.candidate.describe() == cluster.candidate.describe()
-    one = search(*args, budget=30, seed=shard_seeds(4, 3)[1])  # a shard is an ordinary search with its own seed
+    one = search(*args, budget=30, seed=shard_seeds(5, 3)[1])  # a shard is an ordinary search with its own seed
     assert one.history == serial.history[30:60]
 
 

@@ -69,6 +69,18 @@ def test_select_families():
         select("(")
 
 
+def test_the_library_and_the_command_line_run_the_same_set_by_default(monkeypatch):
+    """mdmt.verify() and `mdmt verify` both run the full set; quick=True and --quick both the CI subset."""
+    import inspect
+
+    seen = []
+    monkeypatch.setattr("mdmt.bounds.verify.run_checks", lambda quick, *a, **k: seen.append(quick) or [])
+    assert verify()["quick"] is False and verify(quick=True)["quick"] is True
+    assert inspect.signature(run_checks).parameters["quick"].default is False
+    assert main(["verify", "--json", "-k", "^T43u$"]) == 0 and main(["verify", "--quick", "--json", "-k", "^T43u$"]) == 0
+    assert seen == [False, True, False, True]
+
+
 def _violations(pattern, quick=True):
     return [r for r in run_checks(quick=quick, pattern=pattern) if not r.holds]
 

@@ -3,8 +3,10 @@
 torch is the ``empirical`` extra.  Each test here runs a fresh interpreter (one for many commands, through
 :func:`mdmt.cli.main`) and reads its ``sys.modules``:
 
-* with torch made unimportable (tests/torchless.py), every theory command exits 0, and every command or
-  module that needs a network says in one line that it needs ``mdmt[empirical]`` (exit 2, nothing written);
+* with every package outside the core made unimportable, torch included (tests/coreonly.py), every theory
+  command exits 0: tests/test_core_only.py runs :data:`THEORY` so;
+* with torch made unimportable (tests/torchless.py), every command or module that needs a network says in
+  one line that it needs ``mdmt[empirical]`` (exit 2, nothing written);
 * with torch installed, no theory command imports it;
 * ``mdmt --help``, ``mdmt --version`` and every ``mdmt COMMAND --help`` import neither sympy, scipy, numba
   nor torch.
@@ -89,11 +91,10 @@ def drive(argvs: list[list[str]], cwd: Path, block: bool) -> list[dict]:
     return [json.loads(line) for line in res.stdout.splitlines()]
 
 
-@pytest.mark.parametrize("block", [True, False], ids=["torch-unimportable", "torch-installed"])
-def test_theory_commands_run_and_leave_torch_out(tmp_path, block):
-    if not block:
-        pytest.importorskip("torch", reason="checks that installed torch stays unimported")
-    for r in drive(THEORY, tmp_path, block):
+def test_theory_commands_run_and_leave_installed_torch_out(tmp_path):
+    """(Where torch is not installed, tests/test_core_only.py runs the same commands without it.)"""
+    pytest.importorskip("torch", reason="checks that installed torch stays unimported")
+    for r in drive(THEORY, tmp_path, block=False):
         assert r["rc"] == 0, f"mdmt {' '.join(r['argv'])}: exit {r['rc']}\n{r['err'][-2000:]}"
         assert "torch" not in r["loaded"], f"mdmt {' '.join(r['argv'])} imported torch"
 

@@ -89,6 +89,23 @@ def interval_hmm(l: int) -> HMM:
     return HMM(pi, A, B)
 
 
+def interval_length_of(language) -> int | None:
+    """l where ``language`` is the interval HMM of :func:`interval_hmm` (its tables, up to rounding), else None:
+    what lets a refusal of the exact law name the closed forms of that language."""
+    V = getattr(language, "n_symbols", None)
+    tables = [getattr(language, name, None) for name in ("startprob_", "transmat_", "emissionprob_")]
+    if not isinstance(V, int) or V < 2 or V & (V - 1) or any(t is None for t in tables):
+        return None
+    l = V.bit_length()  # V = 2^(l-1)
+    if l > MAX_INTERVAL_LENGTH:
+        return None
+    ref = interval_hmm(l)
+    ref_tables = (ref.startprob_, ref.transmat_, ref.emissionprob_)
+    same = all(np.shape(t) == np.shape(r) and np.allclose(t, r, rtol=0.0, atol=1e-12)
+               for t, r in zip(tables, ref_tables))
+    return l if same else None
+
+
 def decode_token(token: int, l: int, position: int) -> dict[int, int]:
     """The pair bits carried by ``token`` at in-interval ``position``: {partner: bit}."""
     l = positive_int("interval length l", l, minimum=2)

@@ -25,7 +25,7 @@ from mdmt.constructions.types import Denoiser, Language, RevealProbabilities
 
 from .chain import chain_quantities
 from .schedules import as_pi, expected_nfe, p_distinct, reveal_rates
-from .tables import Tables, build_tables, denoiser_table, support_table
+from .tables import Tables, build_tables, check_exact_size, denoiser_table, support_table
 from ..numba_cache import configure_numba_cache
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
@@ -182,6 +182,8 @@ def exact_output_law(language: Language, L: int, pi: RevealProbabilities, denois
     ``pi`` is the reveal-probability vector (``reveal_probabilities(schedule, N)``).
     ``tables``/``table`` let callers reuse the joint table and the denoiser table.
     """
+    if tables is None:
+        check_exact_size(language.n_symbols, L, language)  # names the interval HMM's closed form where it applies
     tables = tables or build_tables(language, L)
     if tables.L != L:
         raise ValueError(f"tables were built for L = {tables.L}, not L = {L}")
@@ -204,6 +206,7 @@ def exact_output_law(language: Language, L: int, pi: RevealProbabilities, denois
 
 def exact_metrics(language: Language, L: int, pi: RevealProbabilities, denoiser: Denoiser | None = None) -> dict:
     """Exact KL(q || p_N) (nats, bits/token), SER, P_distinct, E[NFE] and the proof-chain expectations."""
+    check_exact_size(language.n_symbols, L, language)
     tables = build_tables(language, L)
     pi = as_pi(pi)
     D = support_table(tables, denoiser)

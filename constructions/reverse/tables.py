@@ -64,19 +64,35 @@ class Tables:
         return (self.V + 1) ** (self.L - 1 - i)
 
 
-def check_exact_size(V: int, L: int) -> None:
+def check_exact_size(V: int, L: int, language=None) -> None:
     """Refuse an exact evaluation with more than MAX_STATES partial assignments, before any allocation.
 
     The size (V+1)^L is compared through its bit length (L log2(V+1)), so a huge L never builds a
-    huge integer; the message names the size, the limit and the alternative.
+    huge integer; the message names the size, the limit and the alternatives: for the interval HMM
+    (``language``, Theorem 4.4) the closed form of its oracle SER at any L (``oracle_ser``, ``mdmt curve
+    ser``), for every language the Monte Carlo sampler.
     """
     bits = L * math.log2(V + 1)
     if bits > math.log2(MAX_STATES):
         size = f"{(V + 1) ** L}" if bits < 64 else f"about 10^{L * math.log10(V + 1):.0f}"
+        instead = "use the Monte Carlo sampler, mdmt sample, or a smaller L"
+        l = _interval_length(language)
+        if l is not None and L % l == 0:
+            instead = (f"the interval HMM's oracle SER has a closed form at any L: oracle_ser({l}, {L}, pi) "
+                       f"(Theorem 4.4), mdmt curve ser -l {l} -L {L} for the linear schedule; else {instead}")
         raise ValueError(
             f"exact evaluation at L = {L} needs (V+1)^L = {V + 1}^{L} = {size} partial assignments; "
-            f"at most {MAX_STATES} are supported (use the Monte Carlo sampler, mdmt sample, or a smaller L)"
+            f"at most {MAX_STATES} are supported ({instead})"
         )
+
+
+def _interval_length(language) -> int | None:
+    """l where ``language`` is the interval HMM of interval length l, else None."""
+    if language is None:
+        return None
+    from ..languages.interval import interval_length_of
+
+    return interval_length_of(language)
 
 
 def prefix_log_likelihoods(hmm, L: int) -> np.ndarray:

@@ -45,12 +45,13 @@ fig
 # ## SER on the interval HMM
 #
 # `ser_curve(l, L)` gives the exact oracle SER 1 − ρ^(L/l) of the linear schedule at N = C L, beside
-# Theorem 4.4's lower bound and Theorem 4.3's upper bound; `critical_c` is the largest N/L at which the
-# oracle's SER is still above 1/2.
+# Theorem 4.4's lower bound and Theorem 4.3's upper bound; `critical_c` is, for each L, the largest N/L
+# at which the oracle's SER is still above 1/2. Like `ter_curve`, it takes one length or several
+# (`ser_curve(4, [64, 512])`), and keys its per-length values by L.
 
 # %%
 ser = ser_curve(l=4, L=512)
-print(f"critical C = {ser['critical_c']:.4f} (N* = {ser['critical_steps']}); "
+print(f"critical C = {ser['critical_c'][512]:.4f} (N* = {ser['critical_steps'][512]}); "
       f"Theorem 4.4 constant C0 = {ser['theorem44_constant']:.4f}")
 ser.to_frame()[["N", "C", "oracle_ser", "theorem44_lower", "theorem43_upper"]].round(4)
 

@@ -2,10 +2,10 @@
 
 import math
 
-from ._common import (add_force, add_json, add_length, at_least, figure_file, format_table, int_list, integer,
+from ._common import (add_force, add_json, at_least, figure_file, format_table, int_list, integer,
                       print_json)
 
-HEADERS = {"ter": ["L", "N", "chain_bound", "theorem42_bound"], "ser": ["N", "C", "oracle_ser", "theorem44_lower",
+HEADERS = {"ter": ["L", "N", "chain_bound", "theorem42_bound"], "ser": ["L", "N", "C", "oracle_ser", "theorem44_lower",
                                                                         "theorem43_upper"]}
 
 
@@ -39,7 +39,8 @@ def add_arguments(p):
                          description="exact oracle SER on the interval HMM against N = C L, the Theorem 4.4 lower "
                                      "bound, the Theorem 4.3 upper bound and the critical constant C")
     ser.add_argument("--interval-length", "-l", type=integer, default=5, help="interval length l (default 5)")
-    add_length(ser, required=False, default=1000, help="sequence length L, a multiple of l (default 1000)")
+    ser.add_argument("--length", "-L", default="1000", metavar="L[,L,...]",
+                     help="sequence length L, a multiple of l, or several, comma-separated (default 1000)")
     ser.add_argument("--eps-learning", type=float, default=1 / 128,
                      help="learning error of the Theorem 4.4 bound (default 1/128, the theorem's threshold)")
     _outputs(ser)
@@ -94,8 +95,10 @@ def run(args) -> int:
         steps = int_list("--steps", args.steps) if args.steps is not None else None
         out = ter_curve(args.n, eps, lengths, args.vocab, eps_learning, args.schedule, steps)
     else:
-        _check_ser(args.interval_length, args.length)
-        out = ser_curve(args.interval_length, args.length, eps_learning)
+        lengths = sorted(set(int_list("--length", args.length)))
+        for L in lengths:
+            _check_ser(args.interval_length, L)
+        out = ser_curve(args.interval_length, lengths, eps_learning)
     if args.csv:
         write_csv(args.csv, header, out["rows"])
     if args.plot:
@@ -111,6 +114,7 @@ def run(args) -> int:
         print("smallest N meeting it (exact chain bound): " + ", ".join(f"L={L}: {N}" for L, N in out["min_steps"].items()))
         print(f"explicit Theorem 4.2 step count: N >= {out['theorem42_steps']}")
     else:
-        print(f"\ncritical_c = {out['critical_c']:.6g} (largest N/L with oracle SER > 1/2; N* = {out['critical_steps']})")
+        print("\ncritical C (largest N/L with oracle SER > 1/2): "
+              + ", ".join(f"L={L}: {c:.6g} (N* = {out['critical_steps'][L]})" for L, c in out["critical_c"].items()))
         print(f"explicit Theorem 4.4 constant C_0 = {out['theorem44_constant']:.6g} at eps_learning = {out['eps_learning']:.6g}")
     return 0

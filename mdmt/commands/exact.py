@@ -25,7 +25,7 @@ def run(args) -> int:
         raise ValueError(f"--steps N = {args.steps} exceeds mdmt's limit of {MAX_STEPS} steps for the exact law")
     lang = load_language(args.language)
     check_interval_multiple(args.language, args.length)
-    check_exact_size(lang.n_symbols, args.length)  # before anything of size (V+1)^L is built
+    check_exact_size(lang.n_symbols, args.length, lang)  # before anything of size (V+1)^L is built
     pi = schedule_pi(args.schedule, args.steps)
     out = {"length": args.length, "steps": args.steps, "schedule": args.schedule,
            **exact_metrics(lang, args.length, pi)}
