@@ -139,6 +139,7 @@ class Candidate:
     process: str
     margin: float
     relative: float = math.nan  # margin / (|lhs| + |rhs|): NaN where both sides vanish
+    strict: bool = False  # the claim's relation is < or >: a margin of 0 violates it
 
     def describe(self) -> dict:
         return {"L": self.L, "N": self.N, "process": self.process, "margin": self.margin,
@@ -154,7 +155,8 @@ class Candidate:
 
     @property
     def violates(self) -> bool:
-        return self.margin < -NUMERIC_TOL
+        """A margin below -NUMERIC_TOL (-inf included); for a strict claim (< or >), a margin of 0 as well."""
+        return self.margin < -NUMERIC_TOL or (self.strict and self.margin <= 0)
 
     def size(self) -> tuple:
         return instance_size(self.L, self.N, self.language)
@@ -247,6 +249,7 @@ class _Search:
         self.best: Candidate | None = None  # the smallest objective (relative margin): the tightest instance
         self.smallest: Candidate | None = None  # the smallest violating instance
         self.first_violation: dict | None = None  # evaluations and seconds when the first violation was found
+        self.undefined: str | None = None  # where the claim was first found undefined: the part, why, the instance
         self._seen: dict = {}
 
     def evaluate(self, lang, L: int, N: int, process: str, key=None) -> Candidate:
@@ -255,13 +258,17 @@ class _Search:
             return self._seen[key, L, N, process]
         if self.budget.spent():
             raise _Spent
-        cand = Candidate(lang, L, N, process, *_margins(self.claim, lang, L, N, process, self.family.interval))
+        margin, relative, undefined = _margins(self.claim, lang, L, N, process, self.family.interval)
+        cand = Candidate(lang, L, N, process, margin, relative, self.claim.strict)
+        if undefined is not None and self.undefined is None:
+            self.undefined = (f"{undefined.expression} is undefined ({undefined.reason}) at L = {L}, N = {N}, "
+                              f"process {process}")
         self.budget.count()
         self.phases[self.phase] += 1
         self.history.append(cand.margin)
         if key is not None:
             self._seen[key, L, N, process] = cand
-        if math.isfinite(cand.margin):
+        if not math.isnan(cand.margin):  # an infinite margin is a verdict too (KL >= 10**400: -inf)
             if self.best is None or (cand.objective, cand.margin) < (self.best.objective, self.best.margin):
                 self.best = cand
             if cand.violates and (self.smallest is None or cand.size() < self.smallest.size()):
@@ -365,7 +372,8 @@ def _without_local_constants():
 
 
 def _margins(claim: Claim, lang, L: int, N: int, process: str, interval: int | None = None) -> tuple:
-    """(margin, relative margin) of the claim on the instance; NaNs where the process cannot run it."""
+    """(margin, relative margin, where the claim is undefined) on the instance: NaNs and None where the process cannot
+    run it; NaNs and the :class:`~.claims.UndefinedError` naming the part where the claim has no value there."""
     from .quantities import instance_quantities
 
     try:
@@ -373,8 +381,9 @@ def _margins(claim: Claim, lang, L: int, N: int, process: str, interval: int | N
     except (ClaimError, ResourceError):
         raise
     except ValueError:  # an instance the process cannot run (N > L for fixed sizes, ...): no verdict
-        return math.nan, math.nan
-    return claim.margin(values), claim.relative_margin(values)
+        return math.nan, math.nan, None
+    margin = claim.margin(values)
+    return margin, claim.relative_margin(values), claim.undefined(values) if math.isnan(margin) else None
 
 
 def _nelder_mead(state: _Search, cand: Candidate, stop: float) -> None:
@@ -463,7 +472,7 @@ def _structural_moves(state: _Search, cand: Candidate, better, moves=MOVES) -> C
                 except ValueError:  # a move the language's own checks refuse
                     continue
                 c = state.evaluate(lang, current.L, current.N, current.process)
-                if math.isfinite(c.margin) and better(c, current):
+                if not math.isnan(c.margin) and better(c, current):
                     current, improved = c, True
                     break
             if improved:
@@ -536,6 +545,8 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
     finally:
         if budget.bar is not None:
             budget.bar.close()
+    if best is None and state.undefined is not None:
+        raise ClaimError(f"claim {claim.text!r} has no value on any instance evaluated: {state.undefined}")
     certify_start = budget.elapsed()
     verdict, best, cert = _verdict(claim, best, certify, fam.interval)
     return RefuteResult(claim.text, verdict, best, cert, budget.used, budget.elapsed(), state.history, fam.spec,
@@ -615,7 +626,7 @@ def _certify(claim: Claim, best: Candidate, interval: int | None):
             if cert["verdict"] == "certified violation":
                 relative = claim.relative_margin(cert["values"])
                 return ("certified violation", Candidate(rounded, best.L, best.N, best.process, cert["margin"][1],
-                                                         relative), {**cert, "bits": bits})
+                                                         relative, claim.strict), {**cert, "bits": bits})
         # the exact computation does not confirm the float one: no violation is claimed
         return "no violation found", best, {**cert, "verdict": f"the instance rounded to 2^-{CERTIFY_BITS[-1]} is "
                                                                 f"{cert['verdict']}"}
