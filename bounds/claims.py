@@ -284,6 +284,10 @@ def _ball(node: Node, values: dict, arb):
             raise UndefinedError(node.text, "the square root of a negative number" if name == "sqrt"
                                  else "the logarithm of a number <= 0")
         if name == "log2":
+            if x.is_exact():
+                man, exp = x.man_exp()
+                if man == 1:  # an exact power of two: log2 is its exponent, exactly (ceil(log2(2)) is 1)
+                    return arb(int(exp))
             return x.log() / arb(2).log()
         return getattr(x, name)()
     if name == "exp":
