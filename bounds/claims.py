@@ -45,6 +45,7 @@ MAX_LITERAL = 10 ** 12  # numbers written in a claim (exponents that large would
 MAX_LOG_SIZE = 10 ** 15  # |ln x| of any value a claim's ball evaluation may build (e^(10^15) has a 15-digit exponent)
 HARMONIC_SUM = 10 ** 4  # harmonic(k) summed term by term up to this k; beyond it, digamma (balls) or its expansion
 EULER_GAMMA = 0.5772156649015329
+EXACT_BITS = 1 << 16  # a power evaluated exactly (as a rational) when its result has at most this many bits
 
 QUANTITIES = {
     "L": "sequence length",
@@ -340,9 +341,16 @@ def _exact(node: Node, values: dict):
         raise _NotExact
     if k == "neg":
         return -_exact(node.args[0], values)
-    if k != "op" or node.value == "**":
+    if k != "op":
         raise _NotExact
     a, b = _exact(node.args[0], values), _exact(node.args[1], values)
+    if node.value == "**":  # a rational to an integer power, while its digits stay few (10**400 exactly)
+        if isinstance(a, LogSum) or isinstance(b, LogSum) or Fraction(b).denominator != 1 or (a == 0 and b < 0):
+            raise _NotExact
+        a = Fraction(a)
+        if abs(int(b)) * max(a.numerator.bit_length(), a.denominator.bit_length()) > EXACT_BITS:
+            raise _NotExact
+        return a ** int(b)
     try:
         if node.value == "+":
             return a + b
@@ -469,8 +477,21 @@ class Claim:
         m = b - a if self.relation in ("<=", "<") else a - b
         if math.isfinite(a) and math.isfinite(b):
             return m
+        own = {k: v for k, v in values.items() if k in self.quantities}
+        try:  # exactly, where + - * / and integer powers of rationals decide it: 10**400 - 10**400 is 0
+            from fractions import Fraction
+
+            exact = _exact(self.rhs, {k: Fraction(v) for k, v in own.items()}) - _exact(self.lhs, {
+                k: Fraction(v) for k, v in own.items()})
+            exact = exact if self.relation in ("<=", "<") else -exact
+            try:
+                return float(exact)
+            except OverflowError:
+                return math.copysign(math.inf, exact)
+        except (_NotExact, ValueError, OverflowError, ZeroDivisionError):
+            pass
         try:
-            ball = self.margin_ball({k: v for k, v in values.items() if k in self.quantities}, prec=128)
+            ball = self.margin_ball(own, prec=128)
         except UndefinedError:
             return math.nan
         except ValueError:  # too large or undecided in balls, a quantity not finite: the float margin
