@@ -241,7 +241,7 @@ class RefuteResult:
             out["margin"] = c.margin
             out["relative_margin"] = c.relative
         out["certificate"] = self.certificate
-        finite = [m for m in self.history if math.isfinite(m)]
+        finite = [m for m in self.history if not math.isnan(m)]  # an infinite margin was evaluated too
         out["search"] = {**self.settings, "evaluations": self.evaluations, "seconds": self.seconds,
                          "certify_seconds": self.certify_seconds,
                          "evaluations_per_second": self.evaluations_per_second, "phases": self.phases,
