@@ -207,7 +207,7 @@ def certify_claim(claim: str | Claim, language: Language, L: int, process: str =
     verdict, ball, prec, balls = "undecided", None, 0, {}
     for prec in (256, 1024):
         balls = _balls(values, prec)
-        ball = claim.margin_ball(balls, prec=prec)
+        ball = claim.margin_ball(balls, prec=prec, exact=values)
         lower, upper = ball.lower(), ball.upper()  # exact ends: compared with 0 exactly
         if (upper <= 0) if strict else (upper < 0):
             verdict = "certified violation"

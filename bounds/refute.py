@@ -58,6 +58,40 @@ VERDICTS = ("certified violation", "numeric violation", "no violation found")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 MAX_EVALUATIONS = 10 ** 8  # a larger budget is a run that does not end (an evaluation takes a millisecond or more)
 MAX_SECONDS = 7 * 24 * 3600.0
+STATE_COST = 1000  # operations per (revealed state, token, step) of one exact evaluation (about 1 ns each, measured)
+STEP_COST = 30_000  # operations per step of one exact evaluation, whatever its size (a step's own overhead)
+CERTIFY_COST = 100_000  # operations per (revealed state, position, step) of the rational certificate (Fractions)
+
+
+def evaluation_work(V: int, L: int, N: int) -> int:
+    """Operations of one exact margin evaluation at (V, L, N): the output law steps through (V+1)^L revealed states
+    and V tokens at each of the N steps (L is bounded by :func:`~mdmt.constructions.reverse.tables.check_exact_size`
+    first, so the power is small)."""
+    return ((V + 1) ** L * V * STATE_COST + STEP_COST) * (N + 2)
+
+
+def certificate_work(V: int, L: int, N: int) -> int:
+    """Operations of the rational certificate (:func:`~.certificate.certify_claim`): its trajectory enumeration visits
+    about (V+2)^L (revealed state, reveal set) pairs per position and step, each in exact fractions."""
+    return (V + 2) ** L * L * N * CERTIFY_COST
+
+
+def check_search_work(V: int, lengths, steps, budget: "Budget") -> None:
+    """Refuse (:class:`~mdmt.constructions.resources.ResourceError`, naming the flag) a search whose evaluations would
+    take more than ``MDMT_MAX_WORK`` operations, before anything is built: one evaluation at the largest length and
+    number of steps, and a budget of evaluations of them."""
+    from mdmt.constructions.resources import check_work
+    from mdmt.constructions.reverse.tables import check_exact_size
+
+    L, N = max(lengths), max(steps)
+    check_exact_size(V, L)
+    one = evaluation_work(V, L, N)
+    flag = "--steps" if evaluation_work(V, L, 1) * 1000 < one else "--lengths"
+    check_work(f"{flag}: one exact evaluation at L = {L}, N = {N}", one,
+               f"use a smaller {flag}" + (" or a time budget" if flag == "--lengths" else ""))
+    if budget.evaluations is not None:
+        check_work(f"--budget {budget.evaluations}: {budget.evaluations} exact evaluations at L = {L}, N = {N}",
+                   one * budget.evaluations, "give a smaller --budget or a time (--budget 10m)")
 
 
 class Budget:
@@ -138,6 +172,7 @@ class Candidate:
     process: str
     margin: float
     relative: float = math.nan  # margin / (|lhs| + |rhs|): NaN where both sides vanish
+    strict: bool = False  # the claim's relation is < or >: a margin of 0 violates it
 
     def describe(self) -> dict:
         return {"L": self.L, "N": self.N, "process": self.process, "margin": self.margin,
@@ -153,7 +188,8 @@ class Candidate:
 
     @property
     def violates(self) -> bool:
-        return self.margin < -NUMERIC_TOL
+        """A margin below -NUMERIC_TOL (-inf included); for a strict claim (< or >), a margin of 0 as well."""
+        return self.margin < -NUMERIC_TOL or (self.strict and self.margin <= 0)
 
     def size(self) -> tuple:
         return instance_size(self.L, self.N, self.language)
@@ -204,7 +240,7 @@ class RefuteResult:
             out["margin"] = c.margin
             out["relative_margin"] = c.relative
         out["certificate"] = self.certificate
-        finite = [m for m in self.history if math.isfinite(m)]
+        finite = [m for m in self.history if not math.isnan(m)]  # an infinite margin was evaluated too
         out["search"] = {**self.settings, "evaluations": self.evaluations, "seconds": self.seconds,
                          "certify_seconds": self.certify_seconds,
                          "evaluations_per_second": self.evaluations_per_second, "phases": self.phases,
@@ -246,6 +282,7 @@ class _Search:
         self.best: Candidate | None = None  # the smallest objective (relative margin): the tightest instance
         self.smallest: Candidate | None = None  # the smallest violating instance
         self.first_violation: dict | None = None  # evaluations and seconds when the first violation was found
+        self.undefined: str | None = None  # where the claim was first found undefined: the part, why, the instance
         self._seen: dict = {}
 
     def evaluate(self, lang, L: int, N: int, process: str, key=None) -> Candidate:
@@ -254,13 +291,17 @@ class _Search:
             return self._seen[key, L, N, process]
         if self.budget.spent():
             raise _Spent
-        cand = Candidate(lang, L, N, process, *_margins(self.claim, lang, L, N, process, self.family.interval))
+        margin, relative, undefined = _margins(self.claim, lang, L, N, process, self.family.interval)
+        cand = Candidate(lang, L, N, process, margin, relative, self.claim.strict)
+        if undefined is not None and self.undefined is None:
+            self.undefined = (f"{undefined.expression} is undefined ({undefined.reason}) at L = {L}, N = {N}, "
+                              f"process {process}")
         self.budget.count()
         self.phases[self.phase] += 1
         self.history.append(cand.margin)
         if key is not None:
             self._seen[key, L, N, process] = cand
-        if math.isfinite(cand.margin):
+        if not math.isnan(cand.margin):  # an infinite margin is a verdict too (KL >= 10**400: -inf)
             if self.best is None or (cand.objective, cand.margin) < (self.best.objective, self.best.margin):
                 self.best = cand
             if cand.violates and (self.smallest is None or cand.size() < self.smallest.size()):
@@ -340,7 +381,8 @@ class _Search:
 
 
 def _margins(claim: Claim, lang, L: int, N: int, process: str, interval: int | None = None) -> tuple:
-    """(margin, relative margin) of the claim on the instance; NaNs where the process cannot run it."""
+    """(margin, relative margin, where the claim is undefined) on the instance: NaNs and None where the process cannot
+    run it; NaNs and the :class:`~.claims.UndefinedError` naming the part where the claim has no value there."""
     from .quantities import instance_quantities
 
     try:
@@ -348,8 +390,9 @@ def _margins(claim: Claim, lang, L: int, N: int, process: str, interval: int | N
     except (ClaimError, ResourceError):
         raise
     except ValueError:  # an instance the process cannot run (N > L for fixed sizes, ...): no verdict
-        return math.nan, math.nan
-    return claim.margin(values), claim.relative_margin(values)
+        return math.nan, math.nan, None
+    margin = claim.margin(values)
+    return margin, claim.relative_margin(values), claim.undefined(values) if math.isnan(margin) else None
 
 
 def _nelder_mead(state: _Search, cand: Candidate, stop: float) -> None:
@@ -438,7 +481,7 @@ def _structural_moves(state: _Search, cand: Candidate, better, moves=MOVES) -> C
                 except ValueError:  # a move the language's own checks refuse
                     continue
                 c = state.evaluate(lang, current.L, current.N, current.process)
-                if math.isfinite(c.margin) and better(c, current):
+                if not math.isnan(c.margin) and better(c, current):
                     current, improved = c, True
                     break
             if improved:
@@ -468,6 +511,8 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
     processes = [str(p) for p in processes]
     if not (lengths and steps and processes):
         raise ValueError("search needs at least one length, one number of steps and one process")
+    budget = Budget.parse(budget)
+    check_search_work(fam.n_symbols, lengths, steps, budget)  # before a schedule of N steps is built
     for process in processes:
         from mdmt.constructions.reverse.policies import parse_policy
 
@@ -475,7 +520,6 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
     from mdmt.constructions.reverse.tables import check_exact_size
 
     check_exact_size(fam.n_symbols, max(lengths))  # every evaluation is exact: refuse what cannot be, before it starts
-    budget = Budget.parse(budget)
     seed = int(seed) if seed is not None else 0
     shards = positive_int("shards", shards)
     settings = {"lengths": lengths, "steps": steps, "processes": processes, "budget": budget.describe(),
@@ -511,6 +555,10 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
     finally:
         if budget.bar is not None:
             budget.bar.close()
+    if best is None and state.undefined is not None:
+        raise ClaimError(f"claim {claim.text!r} has no value on any instance evaluated: {state.undefined}")
+    if progress and certify and best is not None and best.violates:
+        _announce_certificate(best)
     certify_start = budget.elapsed()
     verdict, best, cert = _verdict(claim, best, certify, fam.interval)
     return RefuteResult(claim.text, verdict, best, cert, budget.used, budget.elapsed(), state.history, fam.spec,
@@ -568,6 +616,16 @@ def _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certif
                         min(firsts, key=lambda f: (f["evaluations"], f["shard"])) if firsts else None)
 
 
+def _announce_certificate(best: Candidate) -> None:
+    """A line on standard error before a certificate estimated to take more than a few seconds: what it is doing."""
+    import sys
+
+    work = certificate_work(int(best.language.n_symbols), best.L, best.N)
+    if work > 5 * 10 ** 9:
+        print(f"mdmt refute: a violation found; certifying it in exact arithmetic at L = {best.L}, N = {best.N} "
+              f"(about {work / 1e9:.2g} s; MDMT_MAX_WORK bounds it)", file=sys.stderr, flush=True)
+
+
 def _verdict(claim: Claim, best: Candidate | None, certify: bool, interval: int | None):
     """(verdict, candidate, certificate) of the instance a search ends with: no violation (none, or a margin within
     ``NUMERIC_TOL`` of 0: tight), a numeric violation, or what :func:`_certify` establishes."""
@@ -579,9 +637,20 @@ def _verdict(claim: Claim, best: Candidate | None, certify: bool, interval: int 
 
 
 def _certify(claim: Claim, best: Candidate, interval: int | None):
-    """(verdict, candidate, certificate) of a float64 violation, re-established on dyadic rationals."""
-    from .certificate import NotCertifiable, certify_claim, dyadic_language
+    """(verdict, candidate, certificate) of a float64 violation, re-established on dyadic rationals; a certificate
+    estimated above ``MDMT_MAX_WORK`` operations (:func:`certificate_work`) is not attempted: the violation stays
+    numeric, and the certificate says why."""
+    from mdmt.constructions.resources import check_work
 
+    from .certificate import MAX_CERTIFIED_SEQUENCES, NotCertifiable, certify_claim, dyadic_language
+
+    V = int(best.language.n_symbols)
+    try:
+        if V ** min(best.L, 64) <= MAX_CERTIFIED_SEQUENCES:  # (larger ones are refused by certify_claim at once)
+            check_work(f"the exact certificate at L = {best.L}, N = {best.N} (V = {V})",
+                       certificate_work(V, best.L, best.N), "the violation is reported as numeric")
+    except ResourceError as exc:
+        return "numeric violation", best, {"verdict": "not certified", "reason": str(exc)}
     try:
         cert: dict = {}
         for bits in CERTIFY_BITS:  # finer rationals keep a small violation
@@ -590,7 +659,7 @@ def _certify(claim: Claim, best: Candidate, interval: int | None):
             if cert["verdict"] == "certified violation":
                 relative = claim.relative_margin(cert["values"])
                 return ("certified violation", Candidate(rounded, best.L, best.N, best.process, cert["margin"][1],
-                                                         relative), {**cert, "bits": bits})
+                                                         relative, claim.strict), {**cert, "bits": bits})
         # the exact computation does not confirm the float one: no violation is claimed
         return "no violation found", best, {**cert, "verdict": f"the instance rounded to 2^-{CERTIFY_BITS[-1]} is "
                                                                 f"{cert['verdict']}"}

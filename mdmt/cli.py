@@ -102,6 +102,9 @@ def main(argv=None) -> int:
     except SystemExit as exc:  # usage errors (2), --help and --version (0)
         return int(exc.code or 0)
     try:
+        from mdmt.constructions.resources import work_limit
+
+        work_limit()  # MDMT_MAX_WORK has one parser: a value that is not a positive number is refused by every command
         return int(args._run(args) or 0)
     except BrokenPipeError:  # output piped into e.g. `head`
         sys.stderr.close()

@@ -103,6 +103,86 @@ def test_the_sympy_form_is_built_without_evaluating_huge_numbers():
     assert str(parse_claim("KL_per_token >= -TC + 2").sympy) == "KL_per_token >= 2 - TC"
 
 
+@pytest.mark.parametrize("text, says", [
+    ("KL <= log(-1)", "log(-1) is undefined (the logarithm of a number <= 0)"),
+    ("KL <= 1/0", "1/0 is undefined (a division by 0)"),
+    ("KL <= 0 ** -1", "0 ** -1 is undefined (0 to a negative power)"),
+    ("KL <= sqrt(-2) + TC", "sqrt(-2) is undefined"),
+    ("KL <= (-8) ** (1/3)", "(-8) ** (1/3) is undefined (a negative number to a non-integer power)"),
+    ("KL <= harmonic(1/2)", "harmonic(1/2) is undefined"),
+    ("KL >= 9**9**9**9", "9**9**9**9 is too large to evaluate"),
+    ("KL <= exp(exp(exp(100)))", "exp(exp(100)) is too large to evaluate"),
+    ("KL <= " + "1" * 1900, "'111111111111...111111111111 (1900 characters)' is outside"),
+])
+def test_a_part_without_a_value_is_refused_when_parsed_naming_it(text, says):
+    """Constant parts are evaluated once when the claim is read: no value, or too large to evaluate, is one line."""
+    with pytest.raises(ClaimError) as exc:
+        parse_claim(text)
+    assert says in str(exc.value) and "\n" not in str(exc.value), str(exc.value)
+
+
+def test_huge_and_infinite_sides_have_the_sign_of_the_exact_margin():
+    """KL >= 10**400 fails at every KL (margin -inf, relative -1); exp(1000) - exp(999) is a number, not inf - inf
+    (e^999 (e - 1) > 0, by hand); 10**400 - 10**400 is exactly 0 (integer powers of rationals are exact)."""
+    v = {"KL": 0.5, "TC": 1.0}
+    for text, sign in [("KL >= 10**400", -1), ("KL >= exp(1000)", -1), ("KL <= -10**400", -1), ("KL <= exp(1000)", 1),
+                       ("KL >= 9 ** 9 ** 5", -1), ("-(10**400) <= KL", 1)]:
+        c = parse_claim(text)
+        assert c.margin(v) == sign * math.inf and c.relative_margin(v) == sign and c.holds(v) is (sign > 0), text
+    assert parse_claim("exp(1000) - exp(999) >= KL").margin(v) == math.inf
+    assert parse_claim("KL <= 10**400 - 10**400 + TC").margin(v) == 0.5
+
+
+def test_strict_claims_fail_at_a_margin_of_zero_in_floats_and_in_exact_arithmetic():
+    """L < L and KL < KL are false everywhere: holds() is False, and the exact margin (KL a LogSum) is exactly 0."""
+    from mdmt.bounds.intervals import LogSum
+
+    for text in ("L < L", "KL < KL", "KL > KL", "KL + TC < TC + KL"):
+        c = parse_claim(text)
+        assert c.strict and c.holds({"L": 4, "KL": 0.3, "TC": 0.1}) is False
+        kl = LogSum(Fraction(1, 3), {Fraction(3, 2): 2})
+        ball = c.margin_ball({"L": 4, "KL": kl.arb(256), "TC": Fraction(1, 7)}, exact={"L": 4, "KL": kl,
+                                                                                     "TC": Fraction(1, 7)})
+        assert ball.is_exact() and ball == 0, (text, ball)
+
+
+def test_undefined_parts_are_named_where_they_have_no_value():
+    c = parse_claim("KL <= log(TC - 1) + 1 / (SER - SER)")
+    err = c.undefined({"KL": 0.0, "TC": 0.5, "SER": 0.1})
+    assert math.isnan(c.margin({"KL": 0.0, "TC": 0.5, "SER": 0.1}))
+    assert err.expression == "log(TC - 1)" and err.reason == "the logarithm of a number <= 0"
+    err = c.undefined({"KL": 0.0, "TC": 3.0, "SER": 0.1})
+    assert err.expression == "1 / (SER - SER)" and err.reason == "a division by 0"
+    assert parse_claim("KL <= TC").undefined({"KL": 0.0, "TC": 1.0}) is None
+
+
+def test_harmonic_numbers_of_any_size_take_no_time():
+    """H_k = psi(k + 1) + gamma (digamma) in balls beyond 10^4 terms, log k + gamma + 1/(2k) - 1/(12k^2) + 1/(120k^4)
+    in floats; the reference values are mpmath's harmonic (H_3 = 11/6 by hand).  Each evaluation is instantaneous
+    (it was a loop of k terms: harmonic(10**12) never ended, harmonic(10**8) took seconds)."""
+    import time
+
+    import flint
+    import mpmath
+
+    for text, k in (("3", 3), ("10**4 + 1", 10 ** 4 + 1), ("10**8", 10 ** 8), ("10**12", 10 ** 12), ("exp(40)", None)):
+        c = parse_claim(f"KL <= harmonic({text})")
+        t = time.perf_counter()
+        m = c.margin({"KL": 0.0})
+        with mpmath.workdps(60):
+            want = mpmath.harmonic(mpmath.exp(40) if k is None else k)
+            assert m == pytest.approx(float(want), rel=1e-14), text
+            if k is not None:  # exp(40) is not an exact integer: undecided in balls
+                old, flint.ctx.prec = flint.ctx.prec, 256
+                try:
+                    ball = c.margin_ball({"KL": 0})
+                    assert ball.overlaps(flint.arb(mpmath.nstr(want, 55), "1e-50")), (text, ball)
+                    assert float(ball.rad()) < 1e-40
+                finally:
+                    flint.ctx.prec = old
+        assert time.perf_counter() - t < 2.0, text
+
+
 names = st.sampled_from(sorted(QUANTITIES))
 
 
@@ -152,3 +232,65 @@ def test_the_relative_margin_is_scale_free_and_undefined_where_both_sides_vanish
     assert le.relative_margin({"KL": 1e-3, "TC": 3e-3}) == pytest.approx(0.5, rel=1e-12)
     assert math.isnan(le.relative_margin({"KL": SCALE_FLOOR / 4, "TC": SCALE_FLOOR / 2}))
     assert le.relative_margin({"KL": 2.0, "TC": 2.0}) == 0.0 and le.relative_margin({"KL": -1.0, "TC": 1.0}) == 1.0
+
+
+HUGE = ["10**400", "-(10**400)", "exp(1000)", "exp(-1000)", "9 ** 9 ** 5", "10 ** 10 ** 10", "harmonic(10**12)",
+        "harmonic(exp(40))", "2 ** -1100", "0", "1e-300"]
+DEGENERATE = ["log(({a}) - ({a}))", "1 / (({a}) - ({a}))", "0 ** -1 * ({a})", "({a}) - ({a})", "sqrt(-1 - abs({a}))",
+              "({a}) * 0", "0 ** ({a})", "(-2) ** (({a}) / 3)", "log(0 * ({a}))", "9**9**9**9 * ({a})",
+              "exp(exp(({a}) + 100))", "harmonic(abs(floor({a})))", "max({a}, {a})"]
+
+
+@st.composite
+def hostile_expressions(draw, depth=0):
+    """The claim strategy grown with huge (10**400, exp(1000), towers), infinite, undefined (log 0, 1/0, 0 ** -1) and
+    degenerate (a - a, a * 0) parts."""
+    pick = draw(st.integers(0, 3))
+    if depth > 2 or pick == 0:
+        return draw(st.one_of(expressions(3), st.sampled_from(HUGE)))
+    a = draw(hostile_expressions(depth + 1))
+    if pick == 1:
+        return draw(st.sampled_from(DEGENERATE)).format(a=a)
+    b = draw(hostile_expressions(depth + 1))
+    return f"({a}) {draw(st.sampled_from(['+', '-', '*', '/']))} ({b})"
+
+
+@settings(max_examples=200, deadline=None)
+@given(lhs=hostile_expressions(), rhs=hostile_expressions(), rel=st.sampled_from(["<=", "<", ">=", ">"]),
+       same=st.booleans(), values=st.fixed_dictionaries({q: st.sampled_from([0, 1, 3, 1e-300, 1e300, 0.5])
+                                                          for q in QUANTITIES}))
+def test_hostile_claims_are_refused_in_one_line_or_evaluated_with_the_sign_of_the_exact_margin(lhs, rhs, rel, same,
+                                                                                                 values):
+    """Every claim is refused when read (one line) or evaluated in float64 at once, without an exception; where the
+    ball margin (512 bits) has a sign, the float margin has it too (never NaN, inf where beyond float64); NaN only
+    where a part is undefined or the balls cannot decide; a strict claim with equal sides never holds."""
+    import time
+
+    from mdmt.bounds.claims import UndefinedError
+
+    text = f"{lhs} {rel} {lhs if same else rhs}"
+    try:
+        c = parse_claim(text)
+    except ClaimError as exc:
+        assert "\n" not in str(exc) and len(str(exc)) < 4000
+        return
+    t = time.perf_counter()
+    m = c.margin(values)
+    assert time.perf_counter() - t < 2.0, text
+    if same and c.strict:
+        assert c.holds(values) is not True, (text, m)
+    try:
+        ball = c.margin_ball(values, prec=512)
+    except UndefinedError:
+        assert math.isnan(m), (text, m)
+        return
+    except ClaimError:  # too large, or undecided in balls
+        return
+    if ball > 0:
+        assert m > -1e-6 * (1 + abs(float(ball.mid()))), (text, m, ball)
+    elif ball < 0:
+        assert m < 1e-6 * (1 + abs(float(ball.mid()))), (text, m, ball)
+    if ball.is_finite() and (ball > 0 or ball < 0):
+        assert not math.isnan(m), (text, m, ball)
+    if math.isinf(m):
+        assert abs(c.relative_margin(values)) == 1.0

@@ -682,3 +682,103 @@ def test_links_that_lead_nowhere_are_named(tmp_path, capsys):
     assert main(["atlas", "--language", "preset:2gram", "-L", "3", "-N", "2", "--out", str(tmp_path / "loop")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("mdmt atlas: error: --out") and "leads nowhere" in err[0]
+
+
+# ============================================================================ 6. refute: verdicts and work
+REFUTE = ("refute", "--family", "ngram:n=2,V=2", "--lengths", "2", "--steps", "1", "--budget", "3", "--no-progress")
+
+
+@pytest.mark.parametrize("claim", ["KL >= 10**400", "KL >= exp(1000)", "KL <= -10**400", "L < L", "KL < KL",
+                                   "KL > KL", "KL_per_token >= 10**300 * 10**300"])
+def test_refute_certifies_a_claim_false_on_every_instance(worker, tmp_path, claim):
+    """Each side is huge, beyond float64, or the two are equal under a strict relation: false at every instance.
+    The verdict is a certified violation (an infinite margin is one; a margin of 0 violates < and >), never "no
+    violation found"."""
+    res = accepted(worker, tmp_path, *REFUTE, "--claim", claim, "--json")
+    r = json.loads(res["out"])
+    assert r["verdict"] == "certified violation", (claim, r)
+    lo, hi = r["certificate"]["margin"]
+    assert (hi <= 0 if claim.count("<") + claim.count(">") and "=" not in claim else hi < 0), r["certificate"]
+
+
+@pytest.mark.parametrize("claim, says", [
+    ("KL <= log(-1)", "log(-1) is undefined (the logarithm of a number <= 0)"),
+    ("KL <= 1/0", "1/0 is undefined (a division by 0)"),
+    ("KL <= 0 ** -1", "0 ** -1 is undefined (0 to a negative power)"),
+    ("KL >= 9**9**9**9", "9**9**9**9 is too large to evaluate"),
+    ("KL <= " + "7" * 1900, "(1900 characters)' is outside"),
+])
+def test_refute_refuses_a_claim_part_without_a_value_naming_it(worker, tmp_path, claim, says):
+    refused(worker, tmp_path, *REFUTE, "--claim", claim, says=["mdmt refute: error: claim", says])
+
+
+def test_refute_names_the_part_of_a_claim_undefined_on_every_instance(worker, tmp_path):
+    """log(KL - 10) has no value where KL < 10 (every instance): the error names it and the instance, instead of
+    "no instance could be evaluated (every process refused ...)"."""
+    res = worker.run([*REFUTE, "--claim", "KL <= log(KL - 10)"], tmp_path)
+    assert outcome(res, False) == ERROR, res
+    assert "log(KL - 10) is undefined (the logarithm of a number <= 0) at L = 2, N = 1, process iid" in res["err"]
+    assert "every process refused" not in res["err"] + res["out"]
+
+
+@pytest.mark.parametrize("k", ["10**12", "10**8", "exp(40)"])
+def test_refute_evaluates_harmonic_numbers_of_any_size_at_once(worker, tmp_path, k):
+    """harmonic(k) summed k terms: 10**12 never ended.  Now digamma in balls, its expansion in floats."""
+    res = accepted(worker, tmp_path, *REFUTE, "--claim", f"KL <= harmonic({k})", "--json")
+    assert json.loads(res["out"])["verdict"] == "no violation found" and res["seconds"] < AT_ONCE, res
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--steps", "1000000000"], ["--steps: one exact evaluation at L = 4, N = 1000000000", "MDMT_MAX_WORK"]),
+    (["--lengths", "14", "--budget", "3"], ["--lengths: one exact evaluation at L = 14", "MDMT_MAX_WORK"]),
+    (["--budget", "100000000"], ["--budget 100000000: ", "MDMT_MAX_WORK"]),
+])
+def test_refute_refuses_a_search_that_will_not_finish_naming_the_flag(worker, tmp_path, argv, says):
+    """The worker's MDMT_MAX_WORK is 2e10 (about ten seconds): an evaluation at 10^9 steps (was out of memory after
+    50 s), at L = 14 (minutes each), or 10^8 evaluations are refused before anything is built."""
+    refused(worker, tmp_path, "refute", "--claim", "KL <= TC", "--no-progress", *argv, says=says)
+
+
+def test_refute_does_not_certify_past_the_work_limit(worker, tmp_path):
+    """interval:3 at L = 6, N = 3: the violation of KL <= 0 is found at once; its rational certificate would take
+    minutes (about 8e10 operations, over the worker's 2e10), so it stays a numeric violation that says why."""
+    res = accepted(worker, tmp_path, "refute", "--family", "interval:3", "--lengths", "6", "--steps", "3", "--claim",
+                   "KL <= 0", "--budget", "20", "--no-progress", "--json")
+    r = json.loads(res["out"])
+    assert r["verdict"] == "numeric violation" and "MDMT_MAX_WORK" in r["certificate"]["reason"], r
+    assert res["seconds"] < 60
+
+
+def test_a_work_limit_that_is_not_a_number_is_refused_by_refute(worker, tmp_path):
+    """MDMT_MAX_WORK=nan was accepted by refute (and refused by exact): one parser refuses it in both."""
+    try:
+        for argv in ([*REFUTE, "--claim", "KL <= TC"], ["exact", "--language", "preset:2gram", "-L", "3", "-N", "2"]):
+            res = worker.run(argv, tmp_path, python="import os; os.environ['MDMT_MAX_WORK'] = 'nan'")
+            assert outcome(res, False) == ERROR, res
+            assert "MDMT_MAX_WORK='nan' must be a positive finite size" in res["err"], res
+    finally:
+        worker.run(["--version"], tmp_path, python="import os; os.environ['MDMT_MAX_WORK'] = '2e10'")
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["adaptive", "ser", "--curve-length", "300000", "--policies", "iid", "--no-progress"],
+     ["--curve-length 300000: the SER curves", "MDMT_MAX_WORK"]),
+    (["dependencies", "--n", "3", "-L", "16", "-N", "1000000"], ["--steps 1000000", "MDMT_MAX_WORK"]),
+])
+def test_long_work_is_refused_before_it_starts_naming_the_flag(worker, tmp_path, argv, says):
+    """Estimates that were too low by an order of magnitude let these run for minutes under the worker's limit of
+    2e10 operations (about ten seconds): the closed-form SER at N up to 64 L (about 130 ns per step and interval
+    position, measured), and E[D_j] with its table of a million rows (about 25 microseconds a row, measured)."""
+    refused(worker, tmp_path, *argv, says=says)
+
+
+def test_a_ter_study_at_a_huge_length_is_refused_before_it_starts(worker, tmp_path):
+    """adaptive ter --lengths 100000000: where MDMT_MAX_MEMORY allows 1 TiB, the sampler's own check let 191 GiB
+    through (out of memory, or a hang on a machine that has it); the study's searches are now estimated first."""
+    try:
+        res = worker.run(["adaptive", "ter", "--lengths", "100000000", "--no-progress"], tmp_path,
+                         python="import os; os.environ['MDMT_MAX_MEMORY'] = '1T'")
+        assert outcome(res, False) == ERROR, res
+        assert "--lengths 100000000: the TER searches" in res["err"] and res["seconds"] < AT_ONCE, res
+    finally:
+        worker.run(["--version"], tmp_path, python="import os; os.environ['MDMT_MAX_MEMORY'] = '2G'")

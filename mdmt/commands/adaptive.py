@@ -251,6 +251,17 @@ def _check_ser_size(args, ls, Ks, specs, steps, target) -> None:
                  "use fewer or smaller --intervals, a smaller --num or fewer --policies")
 
 
+def _check_ter_size(args, spec, lengths, specs, target) -> None:
+    """Refuse (resource guard) a TER study whose Monte Carlo searches need too much work or memory, charged to
+    ``--lengths`` (each search draws --num trajectories of L positions for each N it tries)."""
+    from mdmt.bounds.adaptive import MC_BYTES_PER_ENTRY, study_part_cost
+
+    _check_costs(f"--lengths {max(lengths)}: the TER searches ({len(specs)} policies, --num {args.num})",
+                 ((int(study_part_cost(("ter min", spec, L, p, target, args.num, args.seed))),
+                   MC_BYTES_PER_ENTRY * args.num * L) for L in lengths for p in specs),
+                 "use smaller --lengths, a smaller --num or fewer --policies")
+
+
 def _check_costs(what: str, costs, alternative: str) -> None:
     """The resource guard on parts run one after another: their (operations, peak bytes) costs add up in
     operations, and the largest peak is the memory they need."""
@@ -300,6 +311,7 @@ def _ter(args) -> int:
     at_least("--num", args.num)
     load_language(spec)  # a bad SPEC is named here, before any part starts
     at_least("--jobs", args.jobs)
+    _check_ter_size(args, spec, lengths, specs, target)
     res = ter_study(spec, lengths, specs, target=target, num=args.num, seed=args.seed, jobs=args.jobs,
                     scheduler=scheduler_of(args), progress=not args.no_progress)
     rows = res["rows"]

@@ -13,6 +13,8 @@ def add_arguments(p):
 
 
 MAX_STEPS = 10 ** 7  # the per-step table has N rows
+ROW_COST = 25_000  # operations per row of the per-step output, text or JSON (about 25 microseconds each, measured)
+OPS_PER_UNIT = 16  # operations per unit of bounds.dependencies.dependency_work (measured: about 13 ns each)
 
 
 def run(args) -> int:
@@ -24,6 +26,12 @@ def run(args) -> int:
     if args.steps > MAX_STEPS:
         raise ValueError(f"--steps N = {args.steps}: the per-step table has N rows; mdmt's limit is N <= {MAX_STEPS}")
     check_dependency_work(args.n, args.length, args.steps)  # before the schedule is built
+    from mdmt.bounds.dependencies import dependency_work
+    from mdmt.constructions.resources import check_work
+
+    check_work(f"--steps {args.steps}: E[D_j] at each of the {args.steps} steps and their table",
+               OPS_PER_UNIT * dependency_work(args.n, args.length, args.steps) + ROW_COST * args.steps,
+               "use fewer --steps")
     pi = schedule_pi(args.schedule, args.steps)
     per_step = expected_dependencies_per_step(args.n, args.length, pi)
     out = {"n": args.n, "length": args.length, "steps": args.steps, "schedule": args.schedule,

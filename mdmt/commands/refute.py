@@ -66,6 +66,13 @@ def run(args) -> int:
     lengths = int_list("--lengths", args.lengths)
     steps = int_list("--steps", args.steps)
     processes = name_list("--processes", args.processes, "reverse process")
+    try:
+        budget = Budget.parse(args.budget)
+    except ValueError as exc:
+        raise ValueError(f"--budget {args.budget}: {str(exc).partition(': ')[2] or exc}") from None
+    from mdmt.bounds.refute import check_search_work
+
+    check_search_work(fam.n_symbols, lengths, steps, budget)  # the work of the search, before a schedule is built
     for process in processes:
         try:
             parse_policy(process, steps[0])
@@ -83,10 +90,6 @@ def run(args) -> int:
     scheduler_of(args)
     if (args.jobs > 1 or args.scheduler) and args.shards == 1:
         raise ValueError("--jobs and --scheduler run shards: give --shards K (K > 1) too")
-    try:
-        budget = Budget.parse(args.budget)
-    except ValueError as exc:
-        raise ValueError(f"--budget {args.budget}: {str(exc).partition(': ')[2] or exc}") from None
     if not args.out:
         return _run(args, claim, fam, lengths, steps, processes, budget, None)
     from mdmt.constructions.locks import output_lock
