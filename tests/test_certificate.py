@@ -134,9 +134,14 @@ def test_li_and_cai_certified_where_s_max_is_not_a_power_of_two():
 
 def test_the_certificate_of_a_rounded_language_by_hand():
     """The copying chain started at (0.3, 0.7), rounded at 4 bits, starts at (5/16, 11/16); revealed in one step,
-    p(000) = (5/16)^3 and p(111) = (11/16)^3, so KL = 2 H with H = 5/16 log(16/5) + 11/16 log(16/11) = 0.6211."""
+    p(000) = (5/16)^3 and p(111) = (11/16)^3, so KL = 2 H with H = 5/16 log(16/5) + 11/16 log(16/11) = 0.6211.
+    The bound is attained, and both sides are exact: the margin is exactly 0, so ``<=`` is certified and ``<`` is a
+    certified violation."""
     lang = dyadic_language(NGram(2, [0.3, 0.7], np.eye(2)), 4)
     cert = certify_claim(parse_claim("KL <= 2 * H"), lang, 3, "uniform", 1)
     H = 5 / 16 * math.log(16 / 5) + 11 / 16 * math.log(16 / 11)
     lo, hi = cert["enclosures"]["KL"]
-    assert lo - 1e-15 <= 2 * H <= hi + 1e-15 and cert["verdict"] == "undecided"  # attained: KL = 2 H exactly
+    assert lo - 1e-15 <= 2 * H <= hi + 1e-15
+    assert cert["verdict"] == "certified" and cert["margin"] == (0.0, 0.0)
+    strict = certify_claim(parse_claim("KL < 2 * H"), lang, 3, "uniform", 1)
+    assert strict["verdict"] == "certified violation" and strict["margin"] == (0.0, 0.0)
