@@ -30,6 +30,7 @@ def test_there_are_at_least_four_tutorials_each_a_jupytext_percent_script_in_the
         assert "arXiv 2502.09622" in text  # each cites the paper it works through
 
 
+@pytest.mark.integration
 @pytest.mark.torch
 def test_the_site_builds_strictly_and_runs_every_tutorial(tmp_path):
     pytest.importorskip("mkdocs", reason="the docs extra is not installed: pip install -e '.[docs]'")

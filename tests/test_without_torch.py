@@ -89,6 +89,7 @@ def drive(argvs: list[list[str]], cwd: Path, block: bool) -> list[dict]:
     return [json.loads(line) for line in res.stdout.splitlines()]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("block", [True, False], ids=["torch-unimportable", "torch-installed"])
 def test_theory_commands_run_and_leave_torch_out(tmp_path, block):
     if not block:
