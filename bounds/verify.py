@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -77,6 +79,7 @@ class Job:
     families: tuple
     run: Callable[[], list[Row]]
     label: str
+    group: str = ""  # the jobs of one group run in one process, in order (they share an instance's cached pieces)
 
 
 def jobs(quick: bool) -> list[Job]:
@@ -96,9 +99,9 @@ def jobs(quick: bool) -> list[Job]:
            Job(("CE",), lambda: beyond.certification_rows(quick), "certification"),
            Job(("IA",), beyond.interval_rows, "interval arithmetic")]
     for inst in instances(quick):
-        out.append(Job(("C3", "C4"), partial(checks.tc_rows, inst), f"{inst.key}: total correlations"))
+        out.append(Job(("C3", "C4"), partial(checks.tc_rows, inst), f"{inst.key}: total correlations", inst.key))
         out.append(Job(("C1", "C2", "C2E", "C4E", "EQ3", "LE", "T43", "T44"),
-                       partial(checks.chain_rows, inst, quick), f"{inst.key}: reveal orders"))
+                       partial(checks.chain_rows, inst, quick), f"{inst.key}: reveal orders", inst.key))
     return out
 
 
@@ -135,17 +138,72 @@ def _rare_collections(young: int = 50_000):
             gc.unfreeze()
 
 
+def workers() -> int:
+    """How many processes run the jobs: the usable cores (at most 4), where processes can be forked (Linux); 1
+    elsewhere, or with ``MDMT_VERIFY_JOBS=1`` (any positive integer sets the number)."""
+    env = os.environ.get("MDMT_VERIFY_JOBS", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ValueError(f"MDMT_VERIFY_JOBS={env!r}: expected a positive integer") from None
+        if n < 1:
+            raise ValueError(f"MDMT_VERIFY_JOBS={env!r}: expected a positive integer")
+    else:
+        n = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+    return n if sys.platform.startswith("linux") else 1
+
+
+_TODO: list[tuple[Job, set]] = []  # the jobs of the run in progress, read by the forked workers
+
+
+def _run_group(indices: list[int]) -> list[list[Row]]:
+    """The rows of a group of jobs (of :data:`_TODO`), each filtered to the chosen families."""
+    out = []
+    for i in indices:
+        job, chosen = _TODO[i]
+        out.append([r for r in job.run() if r.family in chosen])
+    return out
+
+
 def run_checks(quick: bool = True, pattern: str | None = None,
-               progress: Callable[[int, int, str], object] | None = None) -> list[Row]:
+               progress: Callable[[int, int, str], object] | None = None, jobs_: int | None = None) -> list[Row]:
+    """The rows of the selected families, in the order of :func:`jobs` whatever the number of processes.
+
+    The jobs are independent: with several workers (:func:`workers`, or ``jobs_``) they run in forked processes,
+    a group (an instance's two jobs) in one process, the groups handed out as processes free up; the rows are
+    the same, in the same order, as in one process."""
     chosen = select(pattern)
     todo = [j for j in jobs(quick) if chosen & set(j.families)]
-    rows: list[Row] = []
+    groups: dict[str, list[int]] = {}
+    for k, job in enumerate(todo):
+        groups.setdefault(job.group or f"#{k}", []).append(k)
+    n = min(workers() if jobs_ is None else jobs_, len(groups))
+    results: dict[int, list[Row]] = {}
+    done = 0
     with _rare_collections():
-        for k, job in enumerate(todo):
-            rows.extend(r for r in job.run() if r.family in chosen)
-            if progress:
-                progress(k + 1, len(todo), job.label)
-    return rows
+        if n <= 1:
+            for k, job in enumerate(todo):
+                results[k] = [r for r in job.run() if r.family in chosen]
+                if progress:
+                    progress(k + 1, len(todo), job.label)
+        else:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            _TODO[:] = [(j, chosen) for j in todo]
+            try:
+                with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+                    futures = {pool.submit(_run_group, g): g for g in groups.values()}
+                    for fut in as_completed(futures):
+                        for k, rows_k in zip(futures[fut], fut.result()):
+                            results[k] = rows_k
+                            done += 1
+                            if progress:
+                                progress(done, len(todo), todo[k].label)
+            finally:
+                _TODO.clear()
+    return [r for k in range(len(todo)) for r in results[k]]
 
 
 def _methods(rs) -> str:

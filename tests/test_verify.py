@@ -1,6 +1,7 @@
 """`mdmt verify`: every family passes with a stated method, each inequality family has an instance where its
 bound is attained or within 1 %, no row is vacuous, and seeded mistakes are caught."""
 
+import dataclasses
 import json
 import math
 
@@ -184,3 +185,29 @@ def test_the_families_beyond_the_paper_catch_seeded_mistakes(monkeypatch, which,
     assert not _violations(f"^{family}$")
     _seed_mistake(monkeypatch, which)
     assert _violations(f"^{family}$"), which
+
+
+def test_the_jobs_in_worker_processes_give_the_rows_of_one_process(monkeypatch):
+    """The rows of the jobs run in two forked processes are those of one process, in the same order, to the bit;
+    the jobs did run in other processes (a job that reports its process id)."""
+    import os
+
+    from mdmt.bounds import verify as V
+
+    pattern = "C3|T43u|B11|AV|IT"  # cheap families, and one job of every instance (its total correlations)
+    one, two = run_checks(True, pattern, jobs_=1), run_checks(True, pattern, jobs_=2)
+    assert len(one) > 50 and len(one) == len(two)
+    assert [repr(dataclasses.astuple(r)) for r in one] == [repr(dataclasses.astuple(r)) for r in two]
+    pid = lambda: [checks.Row("IT", "pid", str(os.getpid()), (0.0, 0.0), (0.0, 0.0), "==", "exact", True, 0.0)]  # noqa
+    monkeypatch.setattr(V.beyond, "information_rows", pid)
+    rows = run_checks(True, "IT|AV", jobs_=2)
+    assert [r.case for r in rows if r.instance == "pid"] != [str(os.getpid())]
+    assert [r.case for r in run_checks(True, "IT|AV", jobs_=1) if r.instance == "pid"] == [str(os.getpid())]
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_a_bad_number_of_verify_processes_is_one_error_line(monkeypatch, capsys, value):
+    monkeypatch.setenv("MDMT_VERIFY_JOBS", value)
+    assert main(["verify", "--quick", "-k", "AV"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"MDMT_VERIFY_JOBS={value!r}" in err[0], err
