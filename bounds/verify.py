@@ -74,34 +74,40 @@ def instances(quick: bool) -> list[Instance]:
     return out
 
 
+COSTS = {"iv3": 1.8, "cp101": 1.3, "ng3": 0.6, "ng3b": 1.2, "ng4": 1.2, "hmm2": 1.4}  # of an instance's reveal orders
+
+
 @dataclass
 class Job:
     families: tuple
     run: Callable[[], list[Row]]
     label: str
     group: str = ""  # the jobs of one group run in one process, in order (they share an instance's cached pieces)
+    cost: float = 0.1  # expected seconds (first run included): worker processes take the costliest groups first
 
 
 def jobs(quick: bool) -> list[Job]:
-    out = [Job(("SD",), checks.derivation_rows, "derivations"),
+    # costs: seconds measured on two cores, on a fresh numba cache for the policy laws (their kernels compile)
+    out = [Job(("SD",), checks.derivation_rows, "derivations", cost=2.0),
            Job(("S",), checks.schedule_rows, "schedules"),
-           Job(("D",), lambda: checks.dependency_rows(quick), "dependencies"),
+           Job(("D",), lambda: checks.dependency_rows(quick), "dependencies", cost=0.1 if quick else 1.2),
            Job(("B11",), lambda: checks.separator_bound_rows(quick), "Lemma B.11"),
            Job(("C5",), lambda: checks.theorem42_rows(quick), "Theorem 4.2"),
            Job(("T43u",), checks.union_bound_rows, "Lemma C.1"),
            Job(("T44", "T44x", "T44N", "T44C"), lambda: checks.interval_rows(quick), "interval HMM, any L"),
            Job(("CV",), checks.curve_rows, "curves"),
-           Job(("AB",), lambda: beyond.atlas_rows(quick), "atlas bounds"),
+           Job(("AB",), lambda: beyond.atlas_rows(quick), "atlas bounds", cost=1.0 if quick else 7.0),
            Job(("AV",), beyond.atlas_value_rows, "atlas constants"),
            Job(("AX",), beyond.expected_failure_rows, "atlas: documented failures"),
            Job(("IT",), beyond.information_rows, "information quantities"),
-           Job(("PL",), beyond.policy_rows, "policy laws"),
-           Job(("CE",), lambda: beyond.certification_rows(quick), "certification"),
+           Job(("PL",), beyond.policy_rows, "policy laws", cost=5.0),
+           Job(("CE",), lambda: beyond.certification_rows(quick), "certification", cost=1.0),
            Job(("IA",), beyond.interval_rows, "interval arithmetic")]
     for inst in instances(quick):
         out.append(Job(("C3", "C4"), partial(checks.tc_rows, inst), f"{inst.key}: total correlations", inst.key))
         out.append(Job(("C1", "C2", "C2E", "C4E", "EQ3", "LE", "T43", "T44"),
-                       partial(checks.chain_rows, inst, quick), f"{inst.key}: reveal orders", inst.key))
+                       partial(checks.chain_rows, inst, quick), f"{inst.key}: reveal orders", inst.key,
+                       cost=COSTS.get(inst.key, 0.3)))
     return out
 
 
@@ -194,7 +200,8 @@ def run_checks(quick: bool = True, pattern: str | None = None,
             _TODO[:] = [(j, chosen) for j in todo]
             try:
                 with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
-                    futures = {pool.submit(_run_group, g): g for g in groups.values()}
+                    costliest = sorted(groups.values(), key=lambda g: -sum(todo[k].cost for k in g))
+                    futures = {pool.submit(_run_group, g): g for g in costliest}
                     for fut in as_completed(futures):
                         for k, rows_k in zip(futures[fut], fut.result()):
                             results[k] = rows_k
