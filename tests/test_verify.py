@@ -211,3 +211,18 @@ def test_a_bad_number_of_verify_processes_is_one_error_line(monkeypatch, capsys,
     assert main(["verify", "--quick", "-k", "AV"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"MDMT_VERIFY_JOBS={value!r}" in err[0], err
+
+
+def test_the_checks_import_no_scipy_stats_until_an_interval_is_drawn():
+    """scipy.stats is most of the import of the confidence intervals: imported at the first interval, not by the
+    modules of mdmt verify (and the atlas its jobs load in every worker process)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, mdmt.bounds.verify, mdmt.bounds.atlas; print('scipy.stats' in sys.modules); "
+            "from mdmt.constructions.confidence import wilson_interval; lo, hi = wilson_interval(3, 10); "
+            "print('scipy.stats' in sys.modules, round(lo, 6), round(hi, 6))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    # Wilson 95 % for 3/10: (0.107791, 0.603222): the closed form by hand, z = 1.959964
+    assert out.stdout.split() == ["False", "True", "0.107791", "0.603222"], out.stdout
