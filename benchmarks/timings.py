@@ -59,7 +59,9 @@ def mdmt_exe() -> list[str]:
 
 def run(argv: list[str], env: dict | None = None) -> float:
     t = time.perf_counter()
-    res = subprocess.run(argv, capture_output=True, text=True, env=env)
+    # ``python -m`` puts the working folder first on sys.path: a baseline runs from its own tree (its PYTHONPATH)
+    cwd = env.get("PYTHONPATH") if env else None
+    res = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd)
     dt = time.perf_counter() - t
     if res.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {res.returncode}:\n{res.stderr[-2000:]}")

@@ -19,7 +19,7 @@ def _script():
     return module
 
 
-def test_the_baseline_is_the_commits_code_laid_out_as_installed(tmp_path):
+def test_the_baseline_is_the_commits_code_laid_out_as_installed(tmp_path, monkeypatch):
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs the git repository")
     timings = _script()
@@ -31,6 +31,22 @@ def test_the_baseline_is_the_commits_code_laid_out_as_installed(tmp_path):
         assert out.returncode == 0, out.stderr
         files = out.stdout.split()
         assert len(files) == 2 and all(f.startswith(str(tree)) for f in files), files
+        # as the script runs it, from the repository's folder (first on sys.path for python -m and -c): the
+        # baseline's code all the same
+        env = {"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}
+        seen = []
+        real = subprocess.run
+
+        def spy(argv, **kw):
+            res = real([sys.executable, "-c", code], **kw)
+            seen.append(res.stdout.split())
+            return res
+
+        monkeypatch.setattr(timings.subprocess, "run", spy)
+        monkeypatch.chdir(ROOT)
+        timings.run([sys.executable, "-m", "mdmt", "--version"], env)
+        monkeypatch.undo()
+        assert len(seen) == 1 and all(f.startswith(str(tree)) for f in seen[0]), seen
     finally:
         shutil.rmtree(tree.parent, ignore_errors=True)
     assert not tree.exists()
