@@ -5,6 +5,10 @@ exact law, every reveal order and every revealed set can be enumerated, chosen s
 inequality family has an instance where its bound is attained or within 1 % (the copying chains,
 the point mass, the interval HMM with l = 2 and a bit-biased denoiser, the last step of a long
 schedule for Lemma B.11, N = floor(C_0 L) at l = 2), plus random n-gram and HMM languages.
+
+The jobs (:func:`jobs`: the family registry) are independent; :func:`run_checks` runs them in one forked process
+per usable core, the costliest first, and returns the rows in the order of the jobs: the same rows as in one
+process.
 """
 
 from __future__ import annotations
@@ -173,10 +177,10 @@ def _run_group(indices: list[int]) -> list[list[Row]]:
 
 
 def run_checks(quick: bool = True, pattern: str | None = None,
-               progress: Callable[[int, int, str], object] | None = None, jobs_: int | None = None) -> list[Row]:
+               progress: Callable[[int, int, str], object] | None = None, processes: int | None = None) -> list[Row]:
     """The rows of the selected families, in the order of :func:`jobs` whatever the number of processes.
 
-    The jobs are independent: with several workers (:func:`workers`, or ``jobs_``) they run in forked processes,
+    The jobs are independent: with several workers (:func:`workers`, or ``processes``) they run in forked processes,
     a group (an instance's two jobs) in one process, the groups handed out as processes free up; the rows are
     the same, in the same order, as in one process."""
     chosen = select(pattern)
@@ -184,7 +188,7 @@ def run_checks(quick: bool = True, pattern: str | None = None,
     groups: dict[str, list[int]] = {}
     for k, job in enumerate(todo):
         groups.setdefault(job.group or f"#{k}", []).append(k)
-    n = min(workers() if jobs_ is None else jobs_, len(groups))
+    n = min(workers() if processes is None else processes, len(groups))
     results: dict[int, list[Row]] = {}
     done = 0
     with _rare_collections():

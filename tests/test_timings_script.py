@@ -55,7 +55,8 @@ def test_the_baseline_is_the_commits_code_laid_out_as_installed(tmp_path, monkey
 def test_the_report_has_every_figure_and_goal():
     text = (ROOT / "benchmarks" / "timings.py").read_text()
     for figure in ("`mdmt verify --quick`, warm", "`mdmt verify`, warm", "first run after a fresh install",
-                   "(default tier: proof check and unit tests", "empty numba cache", "-m integration` (integration tier)"):
+                   "(default tier: proof check and unit tests", "empty numba cache",
+                   "-m integration` (integration tier)"):
         assert figure in text, figure
     timings = _script()
     assert (timings.QUICK_GOAL, timings.FULL_GOAL, timings.FIRST_GOAL) == (0.5, 0.6, 1.5)  # issue's goals

@@ -195,14 +195,14 @@ def test_the_jobs_in_worker_processes_give_the_rows_of_one_process(monkeypatch):
     from mdmt.bounds import verify as V
 
     pattern = "C3|T43u|B11|AV|IT"  # cheap families, and one job of every instance (its total correlations)
-    one, two = run_checks(True, pattern, jobs_=1), run_checks(True, pattern, jobs_=2)
+    one, two = run_checks(True, pattern, processes=1), run_checks(True, pattern, processes=2)
     assert len(one) > 50 and len(one) == len(two)
     assert [repr(dataclasses.astuple(r)) for r in one] == [repr(dataclasses.astuple(r)) for r in two]
     pid = lambda: [checks.Row("IT", "pid", str(os.getpid()), (0.0, 0.0), (0.0, 0.0), "==", "exact", True, 0.0)]  # noqa
     monkeypatch.setattr(V.beyond, "information_rows", pid)
-    rows = run_checks(True, "IT|AV", jobs_=2)
+    rows = run_checks(True, "IT|AV", processes=2)
     assert [r.case for r in rows if r.instance == "pid"] != [str(os.getpid())]
-    assert [r.case for r in run_checks(True, "IT|AV", jobs_=1) if r.instance == "pid"] == [str(os.getpid())]
+    assert [r.case for r in run_checks(True, "IT|AV", processes=1) if r.instance == "pid"] == [str(os.getpid())]
 
 
 @pytest.mark.parametrize("value", ["0", "two", "-1"])
