@@ -1,6 +1,6 @@
 """The timings that mdmt's docs quote, measured in one run, with the machine and commit beside them.
 
-    python benchmarks/timings.py [--repeats 5] [--pytest] [--out docs/results/timings.md]
+    python benchmarks/timings.py [--repeats 5] [--baseline COMMIT] [--pytest] [--out docs/results/timings.md]
 
 Every figure is the wall time of a fresh process, as a user meets it (the median of ``--repeats``
 runs after one warm-up, min and max beside it):
@@ -10,8 +10,15 @@ runs after one warm-up, min and max beside it):
 * ``mdmt verify --quick`` and ``mdmt verify``, warm (numba's kernels cached);
 * the first ``mdmt verify --quick`` after a fresh install: numba's cache in an empty folder
   (``NUMBA_CACHE_DIR``), so every kernel the command uses is compiled, as on a new machine; its
-  ratio to the warm run;
-* with ``--pytest``: the default ``python -m pytest -q`` (README command 2), once, warm.
+  ratio to the warm run (goal: at most 1.5 times);
+* with ``--baseline COMMIT``: the same three figures of ``mdmt verify`` at that commit (its tree
+  unpacked by ``git archive`` into a temporary folder, laid out as installed and put first on
+  ``PYTHONPATH``), measured in the same run and alternating with the current code, so that both
+  meet the same load; the goals of the current code are then relative to it (``--quick`` at most
+  half, the full run at most 60 %);
+* with ``--pytest``: the default tier ``python -m pytest -q`` (README command 2; the proof check
+  and the unit tests) warm and on an empty numba cache (goals 60 s and 90 s on two cores), and the
+  integration tier ``python -m pytest -q -m integration``, once each.
 
 The goals are printed beside each figure (``ok`` / ``MISSED``).  The load average at the start and
 the end is recorded: a busy machine gives longer times, so the report says how busy it was.
@@ -52,7 +59,9 @@ def mdmt_exe() -> list[str]:
 
 def run(argv: list[str], env: dict | None = None) -> float:
     t = time.perf_counter()
-    res = subprocess.run(argv, capture_output=True, text=True, env=env)
+    # ``python -m`` puts the working folder first on sys.path: a baseline runs from its own tree (its PYTHONPATH)
+    cwd = env.get("PYTHONPATH") if env else None
+    res = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd)
     dt = time.perf_counter() - t
     if res.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {res.returncode}:\n{res.stderr[-2000:]}")
@@ -82,11 +91,87 @@ def fmt(t: dict) -> str:
     return f"{t['median']:.3f} s (min {t['min']:.3f}, max {t['max']:.3f}, {t['n']} runs)"
 
 
+QUICK_GOAL, FULL_GOAL, FIRST_GOAL = 0.5, 0.6, 1.5  # of the baseline's warm times; first run / warm run
+
+
+def baseline_tree(commit: str) -> Path:
+    """The tree of ``commit`` laid out as installed (``mdmt/`` with ``bounds``, ``constructions``, ``empirical`` as
+    its subpackages), in a temporary folder: the folder to put first on ``PYTHONPATH``."""
+    tmp = Path(tempfile.mkdtemp(prefix="mdmt-baseline-"))
+    src, tree = tmp / "src", tmp / "tree" / "mdmt"
+    src.mkdir()
+    tree.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    for entry in (src / "mdmt").iterdir():
+        (tree / entry.name).symlink_to(entry)
+    for pkg in ("bounds", "constructions", "empirical"):
+        (tree / pkg).symlink_to(src / pkg)
+    return tree.parent
+
+
+def verify_rows(rows: list, exe: list[str], repeats: int, old: Path | None, commit: str | None) -> None:
+    """``mdmt verify --quick`` and ``mdmt verify`` warm, and the first ``--quick`` on an empty numba cache; with a
+    baseline tree the same at that commit, the two alternating run by run."""
+    versions = {"": (exe, None)}
+    if old is not None:
+        env = {**os.environ, "PYTHONPATH": str(old)}
+        versions[f" at {commit}"] = ([sys.executable, "-m", "mdmt"], env)
+    got: dict = {}
+    for args in (["verify", "--quick"], ["verify"]):
+        for tag, (cmd, env) in versions.items():  # warm-up: the OS file cache, numba's cache
+            run(cmd + args, env)
+        times: dict = {tag: [] for tag in versions}
+        for _ in range(repeats):
+            for tag, (cmd, env) in versions.items():
+                times[tag].append(run(cmd + args, env))
+        for tag, ts in times.items():
+            got[(" ".join(args), tag)] = {"median": statistics.median(ts), "min": min(ts), "max": max(ts), "n": repeats}
+    first = {}
+    for tag, (cmd, env) in versions.items():
+        cache = tempfile.mkdtemp(prefix="mdmt-numba-")
+        try:
+            t = run(cmd + ["verify", "--quick"], {**(env or os.environ), "NUMBA_CACHE_DIR": cache})
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+        first[tag] = t
+    base = f" at {commit}" if old is not None else None
+    for args, what, goal, absolute in (("verify --quick", "`mdmt verify --quick`, warm", QUICK_GOAL, 5.0),
+                                       ("verify", "`mdmt verify`, warm", FULL_GOAL, 15.0)):
+        t = got[(args, "")]
+        if base:
+            limit = goal * got[(args, base)]["median"]
+            ratio = t["median"] / got[(args, base)]["median"]
+            rows.append((what, fmt(t) + f"; {ratio:.2f}× the baseline", f"≤ {goal:g}× the baseline ({limit:.2f} s)",
+                         "ok" if t["median"] <= limit else "MISSED"))
+            rows.append((what + f"{base} (the baseline)", fmt(got[(args, base)]), "-", "-"))
+        else:
+            rows.append((what, fmt(t), f"≤ {absolute:g} s", "ok" if t["median"] <= absolute else "MISSED"))
+    for tag in versions:
+        ratio = first[tag] / got[("verify --quick", tag)]["median"]
+        one = {"median": first[tag], "min": first[tag], "max": first[tag], "n": 1}
+        rows.append((f"`mdmt verify --quick`{tag}, first run after a fresh install (empty numba cache)",
+                     fmt(one) + f"; {ratio:.2f}× the warm run", f"≤ {FIRST_GOAL:g}× warm" if not tag else "-",
+                     ("ok" if ratio <= FIRST_GOAL else "MISSED") if not tag else "-"))
+
+
+def pytest_run(args: list[str], env: dict | None) -> tuple[float, str, bool]:
+    """One ``python -m pytest -q`` in the repository: wall time, pytest's summary line, whether it passed."""
+    t = time.perf_counter()
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=ROOT,
+                         capture_output=True, text=True, env=env)
+    dt = time.perf_counter() - t
+    return dt, (res.stdout.strip().splitlines() or ["?"])[-1], res.returncode == 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--verify-repeats", type=int, default=3)
-    ap.add_argument("--pytest", action="store_true", help="also time the default test run (about two minutes)")
+    ap.add_argument("--pytest", action="store_true",
+                    help="also time the test tiers: the default one warm and cold, the integration tier (minutes)")
+    ap.add_argument("--baseline", metavar="COMMIT",
+                    help="also time mdmt verify at this commit, alternating with the current code")
     ap.add_argument("--out", help="also write the report to this file")
     a = ap.parse_args(argv)
     prov = record([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
@@ -110,26 +195,26 @@ def main(argv=None) -> int:
     small = ["exact", "--language", "interval:3", "-L", "6", "-N", "3"]
     row(f"`mdmt {' '.join(small)}`", timed(exe + small, a.repeats), extra=f"; imports {', '.join(heavy_imports(small))}")
 
-    quick = timed(exe + ["verify", "--quick"], a.verify_repeats)
-    row("`mdmt verify --quick`, warm", quick, "≤ 5 s", 5.0)
-    row("`mdmt verify`, warm", timed(exe + ["verify"], a.verify_repeats), "≤ 15 s", 15.0)
-    cache = tempfile.mkdtemp(prefix="mdmt-numba-")
+    old = baseline_tree(a.baseline) if a.baseline else None
     try:
-        t = run(exe + ["verify", "--quick"], {**os.environ, "NUMBA_CACHE_DIR": cache})
+        verify_rows(rows, exe, a.verify_repeats, old, a.baseline)
     finally:
-        shutil.rmtree(cache, ignore_errors=True)
-    first = {"median": t, "min": t, "max": t, "n": 1}
-    ratio = t / quick["median"]
-    rows.append(("`mdmt verify --quick`, first run after a fresh install (empty numba cache)",
-                 fmt(first) + f"; {ratio:.2f}× the warm run", "≤ 2× warm", "ok" if ratio <= 2 else "MISSED"))
+        if old is not None:
+            shutil.rmtree(old.parent, ignore_errors=True)
     if a.pytest:
-        t = time.perf_counter()
-        res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=ROOT,
-                             capture_output=True, text=True)
-        dt = time.perf_counter() - t
-        summary = (res.stdout.strip().splitlines() or ["?"])[-1]
-        rows.append(("`python -m pytest -q` (README command 2, warm)", f"{dt:.1f} s wall; {summary}", "≤ 120 s",
-                     "ok" if dt <= 120 and res.returncode == 0 else "MISSED"))
+        for what, args, env, goal in (
+                ("`python -m pytest -q` (default tier: proof check and unit tests; README command 2), warm", [], None,
+                 60.0),
+                ("`python -m pytest -q`, empty numba cache (the first run after a fresh install)", [], "cold", 90.0),
+                ("`python -m pytest -q -m integration` (integration tier), warm", ["-m", "integration"], None, None)):
+            cache = tempfile.mkdtemp(prefix="mdmt-numba-") if env == "cold" else None
+            try:
+                dt, summary, ok = pytest_run(args, {**os.environ, "NUMBA_CACHE_DIR": cache} if cache else None)
+            finally:
+                if cache:
+                    shutil.rmtree(cache, ignore_errors=True)
+            rows.append((what, f"{dt:.1f} s wall; {summary}", f"≤ {goal:.0f} s" if goal else "-",
+                         "-" if goal is None and ok else "ok" if ok and dt <= (goal or dt) else "MISSED"))
 
     m, v = prov["machine"], prov["versions"]
     lines = ["# Timings", "",

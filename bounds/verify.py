@@ -5,6 +5,10 @@ exact law, every reveal order and every revealed set can be enumerated, chosen s
 inequality family has an instance where its bound is attained or within 1 % (the copying chains,
 the point mass, the interval HMM with l = 2 and a bit-biased denoiser, the last step of a long
 schedule for Lemma B.11, N = floor(C_0 L) at l = 2), plus random n-gram and HMM languages.
+
+The jobs (:func:`jobs`: the family registry) are independent; :func:`run_checks` runs them in one forked process
+per usable core, the costliest first, and returns the rows in the order of the jobs: the same rows as in one
+process.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -73,35 +79,42 @@ def instances(quick: bool) -> list[Instance]:
     return out
 
 
+COSTS = {"iv3": 1.8, "cp101": 1.3, "ng3": 0.6, "ng3b": 1.2, "ng4": 1.2, "hmm2": 1.4}  # of an instance's reveal orders
+
+
 @dataclass
 class Job:
     families: tuple
     run: Callable[[], list[Row]]
     label: str
+    group: str = ""  # the jobs of one group run in one process, in order (they share an instance's cached pieces)
+    cost: float = 0.1  # expected seconds (first run included): worker processes take the costliest groups first
 
 
 def jobs(quick: bool) -> list[Job]:
-    out = [Job(("SD",), checks.derivation_rows, "derivations"),
+    # costs: seconds measured on two cores, on a fresh numba cache for the policy laws (their kernels compile)
+    out = [Job(("SD",), checks.derivation_rows, "derivations", cost=2.0),
            Job(("S",), checks.schedule_rows, "schedules"),
-           Job(("D",), lambda: checks.dependency_rows(quick), "dependencies"),
+           Job(("D",), lambda: checks.dependency_rows(quick), "dependencies", cost=0.1 if quick else 1.2),
            Job(("B11",), lambda: checks.separator_bound_rows(quick), "Lemma B.11"),
            Job(("C5",), lambda: checks.theorem42_rows(quick), "Theorem 4.2"),
            Job(("T43u",), checks.union_bound_rows, "Lemma C.1"),
            Job(("T44", "T44x", "T44N", "T44C"), lambda: checks.interval_rows(quick), "interval HMM, any L"),
            Job(("CV",), checks.curve_rows, "curves"),
-           Job(("AB",), lambda: beyond.atlas_rows(quick), "atlas bounds"),
+           Job(("AB",), lambda: beyond.atlas_rows(quick), "atlas bounds", cost=1.0 if quick else 7.0),
            Job(("AV",), beyond.atlas_value_rows, "atlas constants"),
            Job(("AX",), beyond.expected_failure_rows, "atlas: documented failures"),
            Job(("IT",), beyond.information_rows, "information quantities"),
-           Job(("PL",), beyond.policy_rows, "policy laws"),
-           Job(("CE",), lambda: beyond.certification_rows(quick), "certification"),
+           Job(("PL",), beyond.policy_rows, "policy laws", cost=5.0),
+           Job(("CE",), lambda: beyond.certification_rows(quick), "certification", cost=1.0),
            Job(("IA",), beyond.interval_rows, "interval arithmetic"),
            Job(("OP",), beyond.posterior_rows, "oracle posteriors"),
            Job(("RF",), refute_checks.refutation_rows, "refutation layer")]
     for inst in instances(quick):
-        out.append(Job(("C3", "C4"), partial(checks.tc_rows, inst), f"{inst.key}: total correlations"))
+        out.append(Job(("C3", "C4"), partial(checks.tc_rows, inst), f"{inst.key}: total correlations", inst.key))
         out.append(Job(("C1", "C2", "C2E", "C4E", "EQ3", "LE", "T43", "T44"),
-                       partial(checks.chain_rows, inst, quick), f"{inst.key}: reveal orders"))
+                       partial(checks.chain_rows, inst, quick), f"{inst.key}: reveal orders", inst.key,
+                       cost=COSTS.get(inst.key, 0.3)))
     return out
 
 
@@ -138,17 +151,73 @@ def _rare_collections(young: int = 50_000):
             gc.unfreeze()
 
 
+def workers() -> int:
+    """How many processes run the jobs: the usable cores (at most 4), where processes can be forked (Linux); 1
+    elsewhere, or with ``MDMT_VERIFY_JOBS=1`` (any positive integer sets the number)."""
+    env = os.environ.get("MDMT_VERIFY_JOBS", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ValueError(f"MDMT_VERIFY_JOBS={env!r}: expected a positive integer") from None
+        if n < 1:
+            raise ValueError(f"MDMT_VERIFY_JOBS={env!r}: expected a positive integer")
+    else:
+        n = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+    return n if sys.platform.startswith("linux") else 1
+
+
+_TODO: list[tuple[Job, set]] = []  # the jobs of the run in progress, read by the forked workers
+
+
+def _run_group(indices: list[int]) -> list[list[Row]]:
+    """The rows of a group of jobs (of :data:`_TODO`), each filtered to the chosen families."""
+    out = []
+    for i in indices:
+        job, chosen = _TODO[i]
+        out.append([r for r in job.run() if r.family in chosen])
+    return out
+
+
 def run_checks(quick: bool = False, pattern: str | None = None,
-               progress: Callable[[int, int, str], object] | None = None) -> list[Row]:
+               progress: Callable[[int, int, str], object] | None = None, processes: int | None = None) -> list[Row]:
+    """The rows of the selected families, in the order of :func:`jobs` whatever the number of processes.
+
+    The jobs are independent: with several workers (:func:`workers`, or ``processes``) they run in forked processes,
+    a group (an instance's two jobs) in one process, the groups handed out as processes free up; the rows are
+    the same, in the same order, as in one process."""
     chosen = select(pattern)
     todo = [j for j in jobs(quick) if chosen & set(j.families)]
-    rows: list[Row] = []
+    groups: dict[str, list[int]] = {}
+    for k, job in enumerate(todo):
+        groups.setdefault(job.group or f"#{k}", []).append(k)
+    n = min(workers() if processes is None else processes, len(groups))
+    results: dict[int, list[Row]] = {}
+    done = 0
     with _rare_collections():
-        for k, job in enumerate(todo):
-            rows.extend(r for r in job.run() if r.family in chosen)
-            if progress:
-                progress(k + 1, len(todo), job.label)
-    return rows
+        if n <= 1:
+            for k, job in enumerate(todo):
+                results[k] = [r for r in job.run() if r.family in chosen]
+                if progress:
+                    progress(k + 1, len(todo), job.label)
+        else:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            _TODO[:] = [(j, chosen) for j in todo]
+            try:
+                with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+                    costliest = sorted(groups.values(), key=lambda g: -sum(todo[k].cost for k in g))
+                    futures = {pool.submit(_run_group, g): g for g in costliest}
+                    for fut in as_completed(futures):
+                        for k, rows_k in zip(futures[fut], fut.result()):
+                            results[k] = rows_k
+                            done += 1
+                            if progress:
+                                progress(done, len(todo), todo[k].label)
+            finally:
+                _TODO.clear()
+    return [r for k in range(len(todo)) for r in results[k]]
 
 
 def _methods(rs) -> str:

@@ -10,7 +10,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
+
+
+def _stats():
+    """scipy.stats, imported at the first interval (its import is most of what importing this module would cost,
+    and many callers -- ``mdmt verify`` among them -- import the module without drawing an interval)."""
+    from scipy import stats
+
+    return stats
 
 
 def _check_level(level: float) -> float:
@@ -24,7 +31,7 @@ def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     level = _check_level(level)
     if n == 0:
         return (0.0, 1.0)
-    z = stats.norm.ppf(0.5 + level / 2)
+    z = _stats().norm.ppf(0.5 + level / 2)
     p = k / n
     den = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / den
@@ -38,8 +45,8 @@ def clopper_pearson_interval(k: int, n: int, level: float = 0.95) -> tuple[float
     if n == 0:
         return (0.0, 1.0)
     a = 1 - level
-    lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2, k, n - k + 1))
-    hi = 1.0 if k == n else float(stats.beta.ppf(1 - a / 2, k + 1, n - k))
+    lo = 0.0 if k == 0 else float(_stats().beta.ppf(a / 2, k, n - k + 1))
+    hi = 1.0 if k == n else float(_stats().beta.ppf(1 - a / 2, k + 1, n - k))
     return (lo, hi)
 
 
@@ -68,5 +75,5 @@ def mean_interval(x, level: float = 0.95) -> tuple[float, float, float]:
     m = float(x.mean())
     if len(x) < 2:
         return m, -math.inf, math.inf
-    half = float(stats.t.ppf(0.5 + level / 2, len(x) - 1)) * float(x.std(ddof=1)) / math.sqrt(len(x))
+    half = float(_stats().t.ppf(0.5 + level / 2, len(x) - 1)) * float(x.std(ddof=1)) / math.sqrt(len(x))
     return m, m - half, m + half

@@ -1,7 +1,12 @@
 """Shared pytest configuration.
 
-* ``slow`` tests run with ``--runslow`` (or ``MDMT_SLOW=1``); ``gpu`` tests need a CUDA device;
-  ``torch`` tests need PyTorch (the ``empirical`` extra) and are skipped where it is not installed.
+* Two tiers, one marker: ``integration`` marks the tests that exercise the ecosystem rather than the
+  mathematics (the documentation site and its tutorials, documentation pages run as examples, torchrun,
+  mypy, Dask clusters, the thorough fuzzers, signals and locks with real processes).  The default run
+  (``python -m pytest -q``) deselects them (pyproject's ``-m "not integration"``);
+  ``python -m pytest -q -m integration`` runs them.  ``slow`` is an older name of ``integration``.
+* ``gpu`` tests need a CUDA device; ``torch`` tests need PyTorch (the ``empirical`` extra) and are
+  skipped where it is not installed.
 * ``MDMT_BLOCK_TORCH=1`` makes torch unimportable for the whole run (tests/torchless.py): the theory
   tests then run as on a machine with only the core installed.
 * torch is imported here only to ask for CUDA, and only when a ``gpu`` test was collected.
@@ -10,22 +15,15 @@
 import os
 
 import pytest
-from hypothesis import HealthCheck, settings
+
+from mdmt.proofs.settings import load_profile
 
 if os.environ.get("MDMT_BLOCK_TORCH") == "1":
     from tests.torchless import block_torch
 
     block_torch()
 
-settings.register_profile(
-    "mdmt", deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow], derandomize=True
-)
-settings.register_profile("thorough", deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "mdmt"))
-
-
-def pytest_addoption(parser):
-    parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
+load_profile()  # the Hypothesis profiles of mdmt's property tests (mdmt/proofs/settings.py)
 
 
 def _has_cuda() -> bool:
@@ -38,18 +36,17 @@ def _has_cuda() -> bool:
     return torch.cuda.is_available()
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects: a ``slow`` test is an ``integration`` test
 def pytest_collection_modifyitems(config, items):
     from mdmt.extras import has_torch
 
-    run_slow = config.getoption("--runslow") or os.environ.get("MDMT_SLOW") == "1"
     torch_here = has_torch()
     has_cuda = any("gpu" in item.keywords for item in items) and _has_cuda()
-    skip_slow = pytest.mark.skip(reason="slow: run with --runslow or MDMT_SLOW=1")
     skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
     skip_torch = pytest.mark.skip(reason='needs PyTorch: pip install "mdmt[empirical]"')
     for item in items:
-        if "slow" in item.keywords and not run_slow:
-            item.add_marker(skip_slow)
+        if "slow" in item.keywords and "integration" not in item.keywords:
+            item.add_marker(pytest.mark.integration)
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(skip_gpu)
         if "torch" in item.keywords and not torch_here:

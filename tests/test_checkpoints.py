@@ -174,6 +174,7 @@ def test_extension_equals_training_the_cycles_in_one_go(tmp_path):
     assert a.config == b.config and a.losses == b.losses
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_writes_the_checkpoint_of_the_last_step(tmp_path, sig):
     out = tmp_path / "run"

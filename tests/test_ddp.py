@@ -45,6 +45,7 @@ def _torchrun(tmp_path, kind, ckpt, stop):
     assert out.returncode == 0, out.stderr[-3000:]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("kind", ["mdm", "ar"])
 def test_torchrun_two_ranks_match_one_process_and_resume(tmp_path, kind):
     from mdmt.empirical.model import ModelConfig
@@ -79,6 +80,7 @@ def test_batch_must_split_evenly_over_ranks(monkeypatch):
         train(cfg, device="cpu", progress=False)
 
 
+@pytest.mark.integration
 def test_cli_train_under_torchrun_reports_once(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "mdmt", "train",

@@ -1,14 +1,12 @@
-"""Separators and dependencies (Definitions B.4/B.5, Example B.6) and their exact expectation (C4-C5)."""
+"""Separators and dependencies (Definitions B.4/B.5, Example B.6) and their exact expectation (C4-C5).
+The property tests against the definition are the proof check, mdmt/proofs/test_dependency_counts.py."""
 
 import math
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from mdmt.bounds.dependencies import (chain_bound, dependencies_for_assignment, expected_dependencies,
-                                      expected_dependencies_per_step)
+from mdmt.bounds.dependencies import chain_bound, dependencies_for_assignment, expected_dependencies
 from mdmt.constructions.reverse.schedules import reveal_probabilities
 from tests.reference import assignments, dependencies_by_definition
 
@@ -21,23 +19,6 @@ def test_dependencies_for_an_assignment_by_hand():
     # n = 2: every revealed token separates: step 2 segments [1,2], [5,6] -> D_2 = 2
     np.testing.assert_array_equal(dependencies_for_assignment(2, [1, 2, 2, 1, 1, 2, 2]), [2, 2])
     np.testing.assert_array_equal(dependencies_for_assignment(2, [1, 2, 1, 2]), [1, 0])
-
-
-@given(st.integers(2, 5), st.lists(st.integers(1, 4), min_size=1, max_size=12))
-def test_scan_equals_the_definition(n, tau):
-    tau = np.array(tau)
-    np.testing.assert_array_equal(dependencies_for_assignment(n, tau), dependencies_by_definition(n, tau))
-
-
-@given(st.integers(2, 4), st.integers(1, 6), st.integers(1, 3), st.integers(0, 2**31))
-def test_expected_dependencies_equal_brute_force(n, L, N, seed):
-    pi = np.random.default_rng(seed).random(N) + 0.05
-    pi /= pi.sum()
-    total = np.zeros(N)
-    for tau in assignments(N, L):
-        d = dependencies_by_definition(n, tau)
-        total[: len(d)] += np.prod(pi[tau - 1]) * d
-    np.testing.assert_allclose(expected_dependencies_per_step(n, L, pi), total, atol=1e-12)
 
 
 def test_expected_dependencies_monte_carlo_at_large_L():

@@ -189,6 +189,7 @@ def last_json(stdout: str):
 FILES = [p for p in DOCS if blocks_of(p)]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
 def test_examples_of_a_page_run(path, tmp_path):
     """Every block of the page, in order.  Where torch is not installed (MDMT_BLOCK_TORCH=1), the page runs

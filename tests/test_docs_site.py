@@ -213,6 +213,7 @@ def test_without_torch_the_site_shows_the_torch_tutorial_without_running_it(monk
             assert "hmmlearn" in docs, f"{tutorial.name} needs hmmlearn, which the docs extra does not install"
 
 
+@pytest.mark.integration
 @pytest.mark.torch
 def test_the_site_builds_strictly_and_runs_every_tutorial(tmp_path):
     """The strict build, from a folder with no outputs cache (every tutorial runs), checked page by page."""

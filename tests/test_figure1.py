@@ -124,6 +124,7 @@ def test_parts_run_apart_merge_into_the_same_figure(full_run, tmp_path):
     assert _strip(merged["rows"]) == _strip(res["rows"])
 
 
+@pytest.mark.integration
 def test_parts_in_worker_processes_give_the_same_numbers(full_run, tmp_path):
     """--jobs 2: each language's networks and its oracle curve at each length computed apart, in two processes,
     give the rows and summaries of the run in one process."""

@@ -298,6 +298,7 @@ def test_a_broken_training_state_is_refused_by_resume_only(tiny, tmp_path, capsy
     assert rc == 2 and words in err[0] and str(ckpt) in err[0], err
 
 
+@pytest.mark.integration
 @FUZZ
 @given(data=st.data())
 def test_crafted_checkpoints_never_break_a_consumer(tiny, capsys, data):

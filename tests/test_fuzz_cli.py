@@ -9,7 +9,7 @@ exit 0 with finite output, or exit 2 with exactly one line on standard error; ne
 traceback, a signal or a run past the time bound (tests/fuzz_support.py).
 
 The default run tries 8 cases per command (the `mdmt` Hypothesis profile is
-derandomized, so CI runs the same cases every time); ``--runslow`` adds the thorough run.
+derandomized, so CI runs the same cases every time); ``-m integration`` (the integration tier) adds the thorough run.
 ``MDMT_FUZZ_COUNTS=counts.json`` records how many inputs gave each outcome.
 
 Values that are valid but ask for a long computation on purpose (``--train-steps 10^9``, the
@@ -32,7 +32,7 @@ from tests.fuzz_support import ERROR, OK, Tally, Worker, outcome
 
 TIMEOUT = 60.0  # seconds per case: generous on a shared CI machine; accepted inputs take a few seconds
 QUICK = 8  # cases per command in the default run
-THOROUGH = 150  # cases per command with --runslow
+THOROUGH = 150  # cases per command in the integration tier (-m integration)
 
 TALLY = Tally()
 
@@ -320,7 +320,7 @@ def _check(worker, tmp_path_factory, name: str, argv: list[str], files: dict) ->
 
 
 def _params(slow: bool):
-    marks = [pytest.mark.slow] if slow else []
+    marks = [pytest.mark.integration] if slow else []
     return [pytest.param(name, id=name, marks=marks) for name in STRATEGIES]
 
 

@@ -296,6 +296,7 @@ def _wait_for_lock(lock: Path, proc: subprocess.Popen, timeout: float = 120.0) -
 BIG_DATA = ["data", "--language", "preset:2gram", "-L", "64", "--num", "100000", "--num-val", "50", "--out", "d"]
 
 
+@pytest.mark.integration
 def test_two_concurrent_data_runs_one_writes_the_other_is_refused(tmp_path):
     """The first run is frozen (SIGSTOP) while it holds the lock, so the second surely meets it."""
     first = _mdmt(BIG_DATA, tmp_path)
@@ -316,6 +317,7 @@ def test_two_concurrent_data_runs_one_writes_the_other_is_refused(tmp_path):
     assert rc == 0 and "verified" in out, err
 
 
+@pytest.mark.integration
 def test_sigterm_removes_the_lock(tmp_path):
     (tmp_path / "d").mkdir()  # (a folder the lock had to create would be removed as well)
     proc = _mdmt(BIG_DATA, tmp_path)
@@ -341,6 +343,7 @@ def _contend(folder: str, barrier, done, results) -> None:  # pragma: no cover -
         results.put("busy")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("stale", [False, True], ids=["free", "stale"])
 def test_of_many_processes_starting_together_exactly_one_holds_the_lock(tmp_path, stale):
     ctx = mp.get_context("fork")

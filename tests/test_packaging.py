@@ -263,6 +263,7 @@ MYPY_MODULES = ("mdmt.plots", "mdmt.results", "mdmt.sweep", "mdmt.lazy", "mdmt.c
                 "mdmt.constructions.reverse.schedules", "mdmt.constructions.reverse.exact")
 
 
+@pytest.mark.integration
 def test_mypy_passes_on_the_public_modules(tmp_path):
     """mypy on the modules behind mdmt's curves, figures, results, sweeps, languages, schedules, the exact law,
     verify and refute.  mypy cannot follow the package-dir mapping of pyproject.toml (bounds/ installed as

@@ -95,6 +95,7 @@ def test_a_time_budget_stops_on_time():
     assert res.evaluations >= 1 and 1.0 <= res.seconds < 10 and res.settings["budget"] == "1 s"
 
 
+@pytest.mark.integration
 def test_shards_give_the_same_result_in_this_process_and_on_a_dask_cluster():
     """A sharded search is a pure function of (seed, shards): the serial run and two LocalCluster workers return the
     same margins in the same order, the same instance and the same certificate; the budget is divided exactly."""

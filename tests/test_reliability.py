@@ -39,6 +39,7 @@ def run(worker, folder, *argv):
 
 
 # ----------------------------------------------------------------------------- item 1: zero-length input
+@pytest.mark.integration
 def test_zero_length_input_does_not_crash_the_interpreter():
     """HMM.log_likelihood([]) and (n, 0) batches used to read past the end in numba (a segfault): run them in a child."""
     code = textwrap.dedent("""
@@ -324,6 +325,7 @@ def _limited_run(argv, cwd, file_size: int):
                           timeout=300, preexec_fn=limit)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", list(WRITERS))
 def test_a_full_disk_leaves_no_truncated_file_and_one_error_line(tmp_path, name):
     """Under the file-size limit nothing can be written -- numba's cache included: the command first runs with room
@@ -354,6 +356,7 @@ def test_a_full_disk_leaves_no_truncated_file_and_one_error_line(tmp_path, name)
         assert (tmp_path / f).stat().st_size > 0
 
 
+@pytest.mark.integration
 def test_a_full_disk_keeps_the_previous_output(tmp_path):
     argv = ["language", "--language", "preset:3gram", "--out", "out.json"]
     assert subprocess.run([sys.executable, "-m", "mdmt", *argv], cwd=tmp_path, capture_output=True).returncode == 0
@@ -525,6 +528,7 @@ def test_fifos_devices_and_folders_are_refused_as_input_files(worker, tmp_path, 
         assert res["err"].startswith(f"mdmt score: error: --sequences {kind} ")
 
 
+@pytest.mark.integration
 def test_a_fifo_as_a_data_set_manifest_is_not_opened(tmp_path):
     folder = tmp_path / "d"
     folder.mkdir()
@@ -570,6 +574,7 @@ sys.exit(main(["data", "--language", "preset:2gram-ter", "-L", "8", "--num", "50
 """
 
 
+@pytest.mark.integration
 def test_sigterm_during_mdmt_data_leaves_no_temporary_file(tmp_path):
     out = tmp_path / "d"
     res = subprocess.run([sys.executable, "-c", _SIGTERM_DURING_SAVE, str(out)], capture_output=True, text=True,
@@ -593,6 +598,7 @@ def _dead_pid() -> int:
     return p.pid
 
 
+@pytest.mark.integration
 def test_stale_temporaries_of_a_killed_run_are_removed_by_the_next_run(tmp_path, capsys):
     prefix = outputs.temporary_prefix(tmp_path / "train.npy")
     live = tmp_path / f"{prefix}live0001.tmp"  # this process is running: its file is in use
@@ -607,6 +613,7 @@ def test_stale_temporaries_of_a_killed_run_are_removed_by_the_next_run(tmp_path,
     assert (tmp_path / "train.npy").exists()
 
 
+@pytest.mark.integration
 def test_sigterm_inside_atomic_file_removes_the_temporary(tmp_path):
     code = textwrap.dedent(f"""
         import os, signal, time

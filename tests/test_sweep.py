@@ -11,6 +11,7 @@ import pytest
 from mdmt.sweep import Sweep, lpt_makespan, run_parts, scheduler_address
 
 
+@pytest.mark.integration
 def test_results_are_the_same_in_this_process_and_on_a_local_cluster():
     parts = [(k, 3 * k + 1) for k in range(7)]
     costs = [1, 5, 2, 9, 0, 3, 3]
@@ -21,6 +22,7 @@ def test_results_are_the_same_in_this_process_and_on_a_local_cluster():
     assert cluster == {i: a * b for i, (a, b) in enumerate(parts)}
 
 
+@pytest.mark.integration
 def test_a_killed_worker_loses_no_part():
     """Kill one worker process of a two-worker LocalCluster while the parts run: Dask reruns its part elsewhere
     and every result arrives, once."""
@@ -110,6 +112,7 @@ def test_the_figure1_cost_model_ranks_the_measured_parts_of_the_committed_run():
         assert 0.8 <= ratio <= 1.25, (kind, ratio)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("argv", [
     ["adaptive", "ser", "--interval-lengths", "3", "--intervals", "2,4", "--curve-length", "6", "--num", "50",
      "--policies", "iid,confidence"],
@@ -130,6 +133,7 @@ def test_the_adaptive_studies_give_the_same_numbers_on_a_local_cluster(argv, cap
     assert outputs[0] == outputs[1]
 
 
+@pytest.mark.integration
 def test_an_atlas_of_several_instances_is_one_sweep(tmp_path, capsys):
     """Repeated --language and comma-separated --length/--steps: every instance, in order, the same on a
     LocalCluster as in this process; atlas.csv starts with language, L, N; one instance keeps the single form."""
@@ -158,6 +162,7 @@ def test_an_atlas_of_several_instances_is_one_sweep(tmp_path, capsys):
     assert "instances" not in single and single["rows"][0]["kl"] == outs[0]["instances"][1]["rows"][0]["kl"]
 
 
+@pytest.mark.integration
 def test_a_figure1_run_resumed_on_a_local_cluster_recomputes_only_what_is_missing(tmp_path):
     """An oracle Figure 1 run, half of its points then deleted (an interrupted run), resumed with 2 Dask workers:
     the same rows as the run in one process, and the points that were kept are not rewritten."""

@@ -1,6 +1,7 @@
 """`mdmt verify`: every family passes with a stated method, each inequality family has an instance where its
 bound is attained or within 1 %, no row is vacuous, and seeded mistakes are caught."""
 
+import dataclasses
 import json
 import math
 
@@ -293,3 +294,44 @@ def test_the_interval_family_checks_both_ends_of_every_enclosure(monkeypatch, op
         return intervals.Iv(keep, keep)
     monkeypatch.setattr(intervals.Iv, op, one_end)
     assert not all(r.holds for r in interval_rows(40)), (op, lost)
+
+
+def test_the_jobs_in_worker_processes_give_the_rows_of_one_process(monkeypatch):
+    """The rows of the jobs run in two forked processes are those of one process, in the same order, to the bit;
+    the jobs did run in other processes (a job that reports its process id)."""
+    import os
+
+    from mdmt.bounds import verify as V
+
+    pattern = "C3|T43u|B11|AV|IT"  # cheap families, and one job of every instance (its total correlations)
+    one, two = run_checks(True, pattern, processes=1), run_checks(True, pattern, processes=2)
+    assert len(one) > 50 and len(one) == len(two)
+    assert [repr(dataclasses.astuple(r)) for r in one] == [repr(dataclasses.astuple(r)) for r in two]
+    pid = lambda: [checks.Row("IT", "pid", str(os.getpid()), (0.0, 0.0), (0.0, 0.0), "==", "exact", True, 0.0)]  # noqa
+    monkeypatch.setattr(V.beyond, "information_rows", pid)
+    rows = run_checks(True, "IT|AV", processes=2)
+    assert [r.case for r in rows if r.instance == "pid"] != [str(os.getpid())]
+    assert [r.case for r in run_checks(True, "IT|AV", processes=1) if r.instance == "pid"] == [str(os.getpid())]
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_a_bad_number_of_verify_processes_is_one_error_line(monkeypatch, capsys, value):
+    monkeypatch.setenv("MDMT_VERIFY_JOBS", value)
+    assert main(["verify", "--quick", "-k", "AV"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"MDMT_VERIFY_JOBS={value!r}" in err[0], err
+
+
+def test_the_checks_import_no_scipy_stats_until_an_interval_is_drawn():
+    """scipy.stats is most of the import of the confidence intervals: imported at the first interval, not by the
+    modules of mdmt verify (and the atlas its jobs load in every worker process)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, mdmt.bounds.verify, mdmt.bounds.atlas; print('scipy.stats' in sys.modules); "
+            "from mdmt.constructions.confidence import wilson_interval; lo, hi = wilson_interval(3, 10); "
+            "print('scipy.stats' in sys.modules, round(lo, 6), round(hi, 6))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    # Wilson 95 % for 3/10: (0.107791, 0.603222): the closed form by hand, z = 1.959964
+    assert out.stdout.split() == ["False", "True", "0.107791", "0.603222"], out.stdout

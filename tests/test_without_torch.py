@@ -91,6 +91,7 @@ def drive(argvs: list[list[str]], cwd: Path, block: bool) -> list[dict]:
     return [json.loads(line) for line in res.stdout.splitlines()]
 
 
+@pytest.mark.integration
 def test_theory_commands_run_and_leave_installed_torch_out(tmp_path):
     """(Where torch is not installed, tests/test_core_only.py runs the same commands without it.)"""
     pytest.importorskip("torch", reason="checks that installed torch stays unimported")

@@ -1,4 +1,8 @@
-"""``mdmt verify``: the main job -- every check of the paper's proofs, one line per family, non-zero exit on a violation."""
+"""``mdmt verify``: the main job -- every check of the paper's proofs, one line per family, non-zero exit on a violation.
+
+``mdmt verify --pytest`` runs the proof check that ships with the package instead (:mod:`mdmt.proofs`, the
+Hypothesis property tests of the proof chain) through pytest, which must be installed (the ``test`` extra).
+"""
 
 import csv
 import math
@@ -20,6 +24,9 @@ def add_arguments(p):
     p.add_argument("--json", action="store_true", help="print one JSON document instead of text (= --format json)")
     p.add_argument("--detail", action="store_true",
                    help="one line per family and instance (table, csv, markdown), every row (json)")
+    p.add_argument("--pytest", action="store_true",
+                   help="run the proof check shipped with mdmt instead: the property tests of mdmt.proofs, through "
+                        "pytest (needs pytest and hypothesis: the test extra)")
 
 
 def _fmt(v, digits=3) -> str:
@@ -73,7 +80,33 @@ def _table(header, rows, width: int) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
+def run_pytest() -> int:
+    """``python -m pytest --pyargs mdmt.proofs`` in a fresh process, from an empty folder with an empty
+    configuration (no project's pytest settings apply, nothing is written where mdmt runs); pytest's exit status."""
+    import importlib.util
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    missing = [m for m in ("pytest", "hypothesis") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ValueError(f"--pytest needs {' and '.join(missing)}, which is not installed "
+                         '(pip install "mdmt[test]", or pip install pytest hypothesis)')
+    with tempfile.TemporaryDirectory(prefix="mdmt-proofs-") as tmp:
+        ini = Path(tmp) / "pytest.ini"
+        ini.write_text("[pytest]\n")
+        cmd = [sys.executable, "-m", "pytest", "--pyargs", "mdmt.proofs", "-q", "-p", "no:cacheprovider",
+               "-c", str(ini), "--rootdir", tmp]
+        return subprocess.run(cmd, cwd=tmp).returncode
+
+
 def run(args) -> int:
+    if args.pytest:
+        given = [flag for flag, on in (("--quick", args.quick), ("-k", args.pattern), ("--json", args.json),
+                                       ("--format", args.format != "table"), ("--detail", args.detail)) if on]
+        if given:
+            raise ValueError(f"--pytest runs the proof check alone; it takes no {', '.join(given)}")
+        return run_pytest()
     from mdmt.bounds.verify import verify
 
     fmt = "json" if args.json else args.format
