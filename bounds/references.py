@@ -3,29 +3,28 @@
 Everything here is computed from definitions, without the library's algorithms
 (constructions/reverse/*, bounds/dependencies.py's scan):
 
-* the law q of a small language, exactly (rational forward recursion with python-flint's
-  fmpq matrices; a float parameter is the rational number it represents), normalised exactly;
-* its partial-assignment table, the subset entropies H(X_W), the posterior rows q(v | x_U);
+* the law q of a small language, exactly, and its partial-assignment table (:mod:`.references_law`,
+  with the two arithmetic back ends); from them the subset entropies H(X_W) and the posterior rows
+  q(v | x_U);
 * every *ordered partition* of the positions (the reveal order of an assignment tau: blocks
   S_1 < S_2 < ...), its probability under a schedule (a DP over steps, for each composition of L),
   and, per partition, KL(q || p_tau) from the factors of p_tau (the expected log of each factor
   over the support, once per position and revealed set), the total correlation of every block from
-  entropies and the learning term from row-wise KL divergences;
+  entropies (Lemma A.1) and the learning term from row-wise KL divergences (the chain of Lemma B.9);
 * p_N as the mixture of the p_tau (Eq. 3 by enumeration), its SER and KL(q || p_N);
 * the learning error (max over contexts) of a denoiser table;
-* E[D_j] exactly (transfer matrices: integer fmpz_mat powers over a common denominator, or
-  arb_mat at high precision);
-* rho, P_distinct and the reveal probabilities of the named schedules, exactly.
+* E[D_j], rho, P_distinct and the reveal probabilities of the named schedules, exactly
+  (:mod:`.references_schedules`).
 
 Two arithmetic back ends share the code: certified float intervals (:class:`~.intervals.Iv`)
 and exact rationals (numpy object arrays of Fraction; logarithms as
 :class:`~.intervals.LogSum`) for the small instances where a bound is attained and only an
-exact comparison can decide.
+exact comparison can decide.  The names of :mod:`.references_law` and :mod:`.references_schedules`
+are importable from here as well.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -33,180 +32,27 @@ from functools import cached_property
 
 import numpy as np
 
-from .intervals import Iv, LogSum, exact_log
-
-
-def frac(x) -> Fraction:
-    """A float (or int, fmpq) as the exact rational it represents."""
-    if hasattr(x, "p") and hasattr(x, "q"):
-        return Fraction(int(x.p), int(x.q))
-    return Fraction(float(x)) if isinstance(x, (float, np.floating)) else Fraction(x)
-
-
-def frac_array(a) -> np.ndarray:
-    a = np.asarray(a)
-    out = np.empty(a.shape, dtype=object)
-    flat = out.reshape(-1)
-    for k, v in enumerate(a.reshape(-1)):
-        flat[k] = frac(v)
-    return out
-
-
-# ----------------------------------------------------------------------------- back ends
-
-class Exact:
-    """Exact rationals: object arrays of Fraction, logarithms as LogSum."""
-
-    exact = True
-
-    @staticmethod
-    def array(values) -> np.ndarray:
-        return frac_array(values) if not (isinstance(values, np.ndarray) and values.dtype == object) else values
-
-    @staticmethod
-    def zeros(shape) -> np.ndarray:
-        out = np.empty(shape, dtype=object)
-        out.reshape(-1)[:] = [Fraction(0)] * out.size
-        return out
-
-    @staticmethod
-    def log(a):
-        return exact_log(a)
-
-    @staticmethod
-    def prod(a, axis):
-        return np.prod(a, axis=axis)
-
-    @staticmethod
-    def is_zero(a) -> np.ndarray:
-        return np.vectorize(lambda v: v == 0, otypes=[bool])(a)
-
-
-class Cert:
-    """Certified float intervals."""
-
-    exact = False
-
-    @staticmethod
-    def array(values) -> Iv:
-        if isinstance(values, Iv):
-            return values
-        values = np.asarray(values)
-        return Iv.from_fractions(values) if values.dtype == object else Iv.exact(values)
-
-    @staticmethod
-    def zeros(shape) -> Iv:
-        return Iv(np.zeros(shape))
-
-    @staticmethod
-    def log(a: Iv) -> Iv:
-        return a.log()
-
-    @staticmethod
-    def prod(a: Iv, axis):
-        return a.prod(axis)
-
-    @staticmethod
-    def is_zero(a: Iv) -> np.ndarray:
-        return (a.lo == 0) & (a.hi == 0)
-
-
-def backend(exact: bool):
-    return Exact if exact else Cert
-
-
-def bsum(a, axis=None):
-    """Sum for either back end (object arrays sum exactly)."""
-    return a.sum(axis=axis)
-
-
-# ----------------------------------------------------------------------------- the law q
-
-def exact_q(language, L: int) -> np.ndarray:
-    """q on V^L (lexicographic order) as exact Fractions: a rational forward recursion, normalised exactly."""
-    import flint
-
-    from mdmt.constructions.languages.ngram import as_hmm
-
-    h = as_hmm(language)
-    S, V = h.emissionprob_.shape
-
-    def fq(x):
-        f = frac(x)
-        return flint.fmpq(f.numerator, f.denominator)
-
-    A = flint.fmpq_mat(S, S, [fq(v) for v in h.transmat_.reshape(-1)])
-    emit = [fq(v) for v in h.emissionprob_.reshape(-1)]  # (S, V) row-major
-    Bmat = flint.fmpq_mat(S, V, emit)
-    B = [[emit[s * V + v] for s in range(S)] for v in range(V)]
-    # alpha_t(x_1..x_t, h_t) = sum_{h_{t-1}} alpha_{t-1}(x_1..x_{t-1}, h_{t-1}) A[h_{t-1}, h_t] B[h_t, x_t], one row
-    # per prefix; the last level sums over h_L at once: q(x_1..x_L) = (alpha_{L-1} A B)[x_1..x_{L-1}, x_L]
-    prev = [[fq(v) for v in h.startprob_]]  # the empty prefix: "alpha_0 A" is the start law
-    for t in range(1, L + 1):
-        M = flint.fmpq_mat(len(prev), S, [e for r in prev for e in r])
-        if t == L:
-            q = (M * Bmat).entries()  # row k = prefix, column v = x_L: lexicographic order
-            break
-        rows = [[r[s] * B[v][s] for s in range(S)] for r in prev for v in range(V)]
-        prev = (flint.fmpq_mat(len(rows), S, [e for r in rows for e in r]) * A).tolist()
-    total = sum(q, flint.fmpq(0))
-    out = np.empty(len(q), dtype=object)
-    for k, v in enumerate(q):
-        out[k] = frac(v / total)
-    return out
-
-
-# ----------------------------------------------------------------------------- partial assignments
-
-@dataclass
-class Layout:
-    """Index arithmetic of partial assignments: base-(V+1) digits, V = masked, position 0 most significant."""
-
-    V: int
-    L: int
-
-    @cached_property
-    def strides(self) -> np.ndarray:
-        return (self.V + 1) ** np.arange(self.L - 1, -1, -1, dtype=np.int64)
-
-    @cached_property
-    def digits(self) -> np.ndarray:
-        return np.indices((self.V + 1,) * self.L).reshape(self.L, -1).T
-
-    @cached_property
-    def pattern(self) -> np.ndarray:
-        """Bitmask of the revealed positions of every state (bit L-1-i for position i)."""
-        return ((self.digits < self.V) * (1 << np.arange(self.L - 1, -1, -1))).sum(axis=1)
-
-    @cached_property
-    def sequences(self) -> np.ndarray:
-        return np.indices((self.V,) * self.L).reshape(self.L, -1).T
-
-    def bit(self, i: int) -> int:
-        return 1 << (self.L - 1 - i)
-
-    def state_of(self, X: np.ndarray, U: np.ndarray) -> np.ndarray:
-        """State index of x restricted to U (bitmasks, broadcast): digits of x on U, V elsewhere."""
-        bits = (1 << np.arange(self.L - 1, -1, -1))
-        keep = (np.asarray(U)[..., None] & bits) != 0
-        return (np.where(keep, X, self.V) * self.strides).sum(axis=-1)
-
-
-def extend(q_full: np.ndarray, V: int, L: int) -> np.ndarray:
-    """q(x_U) for every partial assignment: along each axis append the sum over it (any dtype)."""
-    ext = q_full.reshape((V,) * L)
-    for axis in range(L):
-        ext = np.concatenate([ext, ext.sum(axis=axis, keepdims=True)], axis=axis)
-    return ext.reshape(-1)
-
-
-def extend_integers(q_frac: np.ndarray, V: int, L: int) -> tuple[np.ndarray, int]:
-    """:func:`extend` of an object array of Fractions on the integers over their common denominator D
-    (no gcd at any addition): (n, D) with q(x_U) = n[U-state] / D."""
-    D = math.lcm(*(v.denominator for v in q_frac)) if len(q_frac) else 1
-    nums = np.empty(len(q_frac), dtype=object)
-    nums[:] = [v.numerator * (D // v.denominator) for v in q_frac]
-    return extend(nums, V, L), D
+from .intervals import Iv, LogSum
+from .intervals import exact_log as exact_log
+from .references_law import Cert as Cert
+from .references_law import Exact as Exact
+from .references_law import Layout as Layout
+from .references_law import backend as backend
+from .references_law import bsum as bsum
+from .references_law import exact_q as exact_q
+from .references_law import extend as extend
+from .references_law import extend_integers as extend_integers
+from .references_law import frac as frac
+from .references_law import frac_array as frac_array
+from .references_schedules import IntervalLaw as IntervalLaw
+from .references_schedules import _dependencies_rational as _dependencies_rational
+from .references_schedules import _geometric_block as _geometric_block
+from .references_schedules import _groups as _groups
+from .references_schedules import dependencies_by_segments as dependencies_by_segments
+from .references_schedules import expected_dependencies_exact as expected_dependencies_exact
+from .references_schedules import p_distinct_exact as p_distinct_exact
+from .references_schedules import rho_exact as rho_exact
+from .references_schedules import schedule_exact as schedule_exact
 
 
 # ----------------------------------------------------------------------------- one small instance
@@ -615,206 +461,6 @@ def kl_from(ref: Reference, pN):
 
 def ser_from(pN):
     return 1 - bsum(pN)
-
-
-# ----------------------------------------------------------------------------- dependencies
-
-def _geometric_block(T, one, zero) -> list:
-    """[[T, I], [0, I]] (row-major, flat): its L-th power holds I + T + ... + T^(L-1) in the top-right block."""
-    d = len(T)
-    big = [[zero] * (2 * d) for _ in range(2 * d)]
-    for r in range(d):
-        for s in range(d):
-            big[r][s] = T[r][s]
-        big[r][d + r] = one
-        big[d + r][d + r] = one
-    return [e for row in big for e in row]
-
-
-def _dependencies_rational(n: int, L: int, pi) -> list[Fraction]:
-    """E[D_j] per step in exact rationals (Fractions; floats in ``pi`` are the rationals they represent).
-
-    With D the common denominator of a_j and pi_j, D [[T, I], [0, I]] has integer entries (T's entries are
-    sums of a_j, pi_j and 1 - a_j - pi_j), so its L-th power is an integer matrix power (fmpz_mat: no
-    gcd at any product) divided by D^L once.
-    """
-    import flint
-
-    from .dependencies import transfer_matrix
-
-    d = 2 * n
-    out, a = [], Fraction(0)
-    for p in (frac(v) for v in pi):
-        D = math.lcm(a.denominator, p.denominator)
-        T, c = transfer_matrix((a * D).numerator, (p * D).numerator, n, D, 0)
-        G = flint.fmpz_mat(2 * d, 2 * d, _geometric_block(T, D, 0)) ** int(L)
-        count = Fraction(sum(int(G[0, d + s]) for s in range(d) if c[s]), D ** int(L))
-        out.append(L * p - p * count)
-        a = a + p
-    return out
-
-
-def expected_dependencies_exact(n: int, L: int, pi, exact: bool = True, prec: int = 256):
-    """E[D_j] per step: L pi_j - p_j e_0 (I + T + ... + T^(L-1)) c, with exact integer matrices or arb matrices.
-
-    ``pi``: Fractions (exact) or floats taken as rationals.  Returns a list of Fractions (exact) or arb balls.
-    """
-    if exact:
-        return _dependencies_rational(n, L, pi)
-    import flint
-
-    from .dependencies import transfer_matrix
-
-    d = 2 * n
-    old = flint.ctx.prec
-    flint.ctx.prec = prec
-    one, zero = flint.arb(1), flint.arb(0)
-    conv = lambda v: v if isinstance(v, flint.arb) else flint.arb(flint.fmpq(frac(v).numerator, frac(v).denominator))  # noqa: E731
-    try:
-        pis = [conv(p) for p in pi]
-        out, a = [], zero
-        for p in pis:
-            T, c = transfer_matrix(a, p, n, one, zero)
-            G = flint.arb_mat(2 * d, 2 * d, _geometric_block(T, one, zero)) ** int(L)
-            count = zero
-            for s in range(d):
-                count += G[0, d + s] * c[s]
-            out.append(L * p - p * count)
-            a = a + p
-        return out
-    finally:
-        flint.ctx.prec = old
-
-
-def dependencies_by_segments(n: int, taus: np.ndarray) -> np.ndarray:
-    """D_j for many assignments at once (int (A, L) -> (A, N)): segments by labelling, from Definition B.5.
-
-    A position is cut away when it lies in a run of >= n-1 positions revealed before step j;
-    the remaining positions get the label of the number of cut runs before them, and D_j is the
-    number of new positions minus the number of distinct labels among them.
-    """
-    taus = np.asarray(taus)
-    A, L = taus.shape
-    N = int(taus.max())
-    out = np.zeros((A, N), dtype=np.int64)
-    for j in range(1, N + 1):
-        rev = taus < j
-        # length of the maximal revealed run through each position
-        run_id = np.cumsum(np.concatenate([np.zeros((A, 1), dtype=np.int64), (rev[:, 1:] != rev[:, :-1])], axis=1), axis=1)
-        lengths = np.zeros((A, L), dtype=np.int64)
-        for a in range(A):
-            lengths[a] = np.bincount(run_id[a], minlength=L)[run_id[a]]
-        cut = rev & (lengths >= max(n - 1, 1))
-        starts = cut & ~np.concatenate([np.zeros((A, 1), dtype=bool), cut[:, :-1]], axis=1)
-        label = np.cumsum(starts, axis=1)
-        new = taus == j
-        for a in range(A):
-            labs = label[a][new[a]]
-            out[a, j - 1] = int(new[a].sum()) - len(set(labs.tolist()))
-    return out
-
-
-# ----------------------------------------------------------------------------- schedules and the interval HMM
-
-def _groups(pi) -> list[tuple[Fraction, int]]:
-    """A schedule as (value, multiplicity) pairs: a list of such pairs, or of reveal probabilities."""
-    if pi and isinstance(pi[0], tuple):
-        return [(frac(v), int(c)) for v, c in pi]
-    counts: dict = {}  # in order of first appearance; runs of equal values (schedules) are counted at once
-    for v, run in itertools.groupby(pi):
-        f = frac(v)
-        counts[f] = counts.get(f, 0) + sum(1 for _ in run)
-    return list(counts.items())
-
-
-def p_distinct_exact(pi, L: int) -> Fraction:
-    """L! e_L(pi_1..pi_N) in exact rationals: prod over groups of (1 + p x)^m = sum_k C(m, k) p^k x^k, to degree L."""
-    e = [Fraction(1)] + [Fraction(0)] * L
-    for p, m in _groups(pi):
-        poly = [math.comb(m, k) * p ** k for k in range(min(m, L) + 1)]
-        new = [Fraction(0)] * (L + 1)
-        for i, ei in enumerate(e):
-            if ei:
-                for k, ck in enumerate(poly[: L + 1 - i]):
-                    new[i + k] += ei * ck
-        e = new
-    return math.factorial(L) * e[L]
-
-
-def rho_exact(l: int, pi) -> Fraction:
-    """rho = E[2^(-#same-step pairs of one interval)] = l! [x^l] prod_j sum_k pi_j^k 2^(-C(k,2)) x^k / k!, exactly."""
-    def mul(a, b):
-        c = [Fraction(0)] * (l + 1)
-        for i, ai in enumerate(a):
-            if ai:
-                for k, bk in enumerate(b[: l + 1 - i]):
-                    c[i + k] += ai * bk
-        return c
-
-    g = [Fraction(1)] + [Fraction(0)] * l
-    for p, m in _groups(pi):
-        base = [p ** k / (2 ** (k * (k - 1) // 2) * math.factorial(k)) for k in range(l + 1)]
-        power = [Fraction(1)] + [Fraction(0)] * l
-        while m:
-            if m & 1:
-                power = mul(power, base)
-            m >>= 1
-            if m:
-                base = mul(base, base)
-        g = mul(g, power)
-    return math.factorial(l) * g[l]
-
-
-def schedule_exact(name: str, N: int, param=None) -> list:
-    """The reveal probabilities of a named schedule exactly (rationals; cosine as arb balls)."""
-    if name == "linear":
-        return [Fraction(1, N)] * N
-    if name == "warmstart":
-        first = frac(param)
-        return [Fraction(1)] if N == 1 else [first] + [(1 - first) / (N - 1)] * (N - 1)
-    if name == "loglinear":
-        eps = frac(param)
-        t = [Fraction(0)] + [eps + (1 - eps) * Fraction(k, N) for k in range(1, N + 1)]
-        return [t[N - j + 1] - t[N - j] for j in range(1, N + 1)]
-    if name == "cosine":
-        import flint
-
-        old = flint.ctx.prec
-        flint.ctx.prec = 128
-        try:
-            a = [flint.arb(flint.fmpq(k, 2 * N)).cos_pi() if k < N else flint.arb(0) for k in range(N + 1)]
-            return [a[N - j] - a[N - j + 1] for j in range(1, N + 1)]
-        finally:
-            flint.ctx.prec = old
-    raise ValueError(f"no exact form for schedule {name!r}")
-
-
-@dataclass
-class IntervalLaw:
-    """Exact oracle SER of the interval HMM: 1 - rho^(L/l), compared through rho (monotone in it)."""
-
-    l: int
-    L: int
-    pi: list  # reveal probabilities, or (value, multiplicity) pairs
-    rho: Fraction = field(init=False)
-
-    def __post_init__(self):
-        self.rho = rho_exact(self.l, self.pi)
-
-    @property
-    def K(self) -> int:
-        return self.L // self.l
-
-    def ser_arb(self, prec: int = 256):
-        import flint
-
-        old = flint.ctx.prec
-        flint.ctx.prec = prec
-        try:
-            r = flint.arb(flint.fmpq(self.rho.numerator, self.rho.denominator))
-            return 1 - (self.K * r.log()).exp()
-        finally:
-            flint.ctx.prec = old
 
 
 __all__ = ["Reference", "Partitions", "ChainEval", "Exact", "Cert", "IntervalLaw", "composition_probabilities",
