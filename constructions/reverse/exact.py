@@ -182,7 +182,7 @@ def exact_output_law(language: Language, L: int, pi: RevealProbabilities, denois
     ``pi`` is the reveal-probability vector (``reveal_probabilities(schedule, N)``).
     ``tables``/``table`` let callers reuse the joint table and the denoiser table.
     """
-    tables = tables or build_tables(language, L)
+    tables = tables or build_tables(language, L)  # a language that is not one is refused there (TypeError)
     if tables.L != L:
         raise ValueError(f"tables were built for L = {tables.L}, not L = {L}")
     pi = as_pi(pi)
