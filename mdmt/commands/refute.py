@@ -42,7 +42,7 @@ def add_arguments(p):
 
 def written_by_mdmt(claim: str, family: str) -> dict:
     """How each file of a refute folder is recognised as mdmt's for the same request (the folder rule of --out,
-    docs/reliability.md): refute.json carries mdmt's provenance and the same claim (as parsed) and family;
+    docs/reliability.md): refute.json carries mdmt's provenance and the same claim (spaces aside) and family;
     instance.json is mdmt's refute instance for that claim, beside such a refute.json.  A search of another claim
     or family into the same folder replaces them only with --force."""
     from pathlib import Path
@@ -50,9 +50,12 @@ def written_by_mdmt(claim: str, family: str) -> dict:
     from mdmt.constructions.languages.io import read_document
     from mdmt.constructions.outputs import json_with_provenance, read_json_document
 
+    def same_claim(text) -> bool:
+        return isinstance(text, str) and "".join(text.split()) == "".join(claim.split())
+
     def report(path) -> bool:
         doc = read_json_document(path)
-        return (json_with_provenance(path) and isinstance(doc, dict) and doc.get("claim") == claim
+        return (json_with_provenance(path) and isinstance(doc, dict) and same_claim(doc.get("claim"))
                 and doc.get("family") == family)
 
     def instance(path) -> bool:
@@ -61,7 +64,7 @@ def written_by_mdmt(claim: str, family: str) -> dict:
         except (OSError, ValueError, RecursionError):
             return False
         return (isinstance(d, dict) and d.get("name") == INSTANCE_NAME and isinstance(d.get("metadata"), dict)
-                and d["metadata"].get("claim") == claim and report(Path(path).parent / "refute.json"))
+                and same_claim(d["metadata"].get("claim")) and report(Path(path).parent / "refute.json"))
 
     return {"instance.json": instance, "refute.json": report}
 
