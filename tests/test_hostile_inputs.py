@@ -951,7 +951,7 @@ def _library_cases():
         "seed=1.5": (lambda: seed_of(1.5, 2), ValueError, "seed must be a non-negative integer, got 1.5"),
         "ter_curve steps=[]": (lambda: ter_curve(2, 0.1, [8], steps=[]), ValueError, "empty list"),
         "ser_curve steps=[]": (lambda: ser_curve(2, 8, steps=[]), ValueError, "empty list"),
-        "ser_study target=nan": (lambda: ser_study([3], [2], ["iid"], target=math.nan), ValueError,
+        "ser_study target=nan": (lambda: ser_study([3], [1], ["iid"], target=math.nan, curve_length=3, num=2), ValueError,
                                  "target must be an SER in (0, 1], got nan"),
         "ter_study target=inf": (lambda: ter_study("preset:2gram", [4], ["iid"], target=math.inf), ValueError,
                                  "target must be a KL/L"),
