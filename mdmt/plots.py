@@ -655,7 +655,7 @@ def _prepare(path: Path, fmt: str, force: bool) -> list:
     result = read_result(path)
     files = [(path.parent / f"{stem}.{fmt}", tag, draw) for stem, tag, draw in FIGURES[path.name]]
     for file, tag, _ in files:
-        check_output_file(file, force=force, same=lambda p, tag=tag: figure_written_by(p, tag), flag="figure")
+        check_output_file(file, force=force, same=functools.partial(figure_written_by, software=tag), flag="figure")
     try:
         return [(file, tag, draw(result)) for file, tag, draw in files]
     except (ValueError, TypeError) as exc:
