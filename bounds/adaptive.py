@@ -26,7 +26,10 @@ mean NFE over their parameter grids.
 
 from __future__ import annotations
 
+import math
 from typing import Iterable
+
+import numpy as np
 
 from mdmt.constructions.confidence import mean_interval
 from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, oracle_ser_linear
@@ -235,6 +238,15 @@ def ser_steps_grid(curve_length: int) -> list[int]:
                   | {curve_length * c for c in (2, 4, 8, 16, 32, 64)})
 
 
+def _target(target, what: str, upper: float) -> float:
+    """A study's target: a number in (0, upper) -- NaN, infinities, zero, negatives and text refused, naming it."""
+    if isinstance(target, bool) or not isinstance(target, (int, float, np.integer, np.floating)) \
+            or not (0 < target <= upper and math.isfinite(target)):
+        raise ValueError(f"target must be {what} in (0, {upper:g}{']' if math.isfinite(upper) else ')'}, "
+                         f"got {target!r}")
+    return float(target)
+
+
 def ser_study(interval_lengths: Iterable[int], intervals: Iterable[int], policies: Iterable[str], *,
               target: float = 0.1, curve_length: int = 60, num: int = 2000, seed: int = 0, jobs: int = 1,
               scheduler: str | None = None, progress: bool = False) -> Result:
@@ -245,6 +257,7 @@ def ser_study(interval_lengths: Iterable[int], intervals: Iterable[int], policie
     ``min_steps``).  Each curve and each search is a part of :func:`mdmt.sweep.run_parts`.  A
     :class:`mdmt.results.Result` (``.to_frame("min_steps")``, ``.plot()``).
     """
+    target = _target(target, "an SER", upper=1.0)
     ls = [positive_int("interval length l", l, minimum=2) for l in interval_lengths]
     Ks = [positive_int("number of intervals K", K) for K in intervals]
     specs = [str(p) for p in policies]
@@ -269,6 +282,7 @@ def ter_study(language: str, lengths: Iterable[int], policies: Iterable[str], *,
     smallest N (threshold / entropy-sum: the smallest mean NFE over their parameter grid) whose Monte Carlo
     bound on KL/L meets ``target`` (:func:`min_steps_ter`), one part each; a :class:`mdmt.results.Result` whose
     table ``rows`` has language, L, policy, steps, parameter, kl_per_token, ci, nfe."""
+    target = _target(target, "a KL/L in nats per token", upper=math.inf)
     Ls = [positive_int("length L", L) for L in lengths]
     parts = [("ter min", str(language), L, str(p), target, num, seed) for L in Ls for p in policies]
     rows = [{"language": str(language), "L": part[2], "policy": part[3], **r}

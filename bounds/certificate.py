@@ -194,6 +194,18 @@ def _balls(values: dict, prec: int) -> dict:
             for k, v in values.items()}
 
 
+def _as_claim(claim) -> Claim:
+    """A claim given as text parsed (:func:`~.claims.parse_claim`); a Claim as it is; anything else refused."""
+    from .claims import Claim, parse_claim
+
+    if isinstance(claim, Claim):
+        return claim
+    if isinstance(claim, str):
+        return parse_claim(claim)
+    raise TypeError(f"claim must be a claim's text (e.g. 'KL <= TC / N') or a Claim, got {type(claim).__name__} "
+                    f"{claim!r:.60}")
+
+
 def certify_claim(claim: str | Claim, language: Language, L: int, process: str = "iid", N: int | None = None,
                   interval: int | None = None) -> dict:
     """The verdict of ``claim`` (a :class:`~.claims.Claim`) on the instance, from :func:`exact_quantities`.
@@ -202,6 +214,7 @@ def certify_claim(claim: str | Claim, language: Language, L: int, process: str =
     ball's (lower, upper) ends as floats, rounded outward), ``prec`` (bits), ``values`` (floats) and
     ``enclosures`` (each quantity's ball at ``prec``, its ends rounded outward).
     """
+    claim = _as_claim(claim)
     values = exact_quantities(language, L, process, N, interval)
     strict = claim.relation in ("<", ">")
     verdict, ball, prec, balls = "undecided", None, 0, {}

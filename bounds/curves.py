@@ -98,6 +98,15 @@ def lengths_of(lengths, what: str = "length L") -> list[int]:
     return out
 
 
+def _given_steps(steps) -> list:
+    """The steps a caller gave, as a list: an empty one is refused (None, not [], asks for the default grid)."""
+    steps = [steps] if isinstance(steps, (int, float)) else list(steps)
+    if not steps:
+        raise ValueError("steps: expected at least one number of steps N, got an empty list (None gives the "
+                         "default grid)")
+    return steps
+
+
 def ter_curve(n: int, eps: float, lengths: int | Iterable[int], V: int = 8, eps_learning: float = 0.0,
               schedule: str = "warmstart", steps: Iterable[int] | None = None) -> Result:
     """Rows (L, N, the (C4) chain bound on KL/L, Theorem 4.2's explicit bound) for an n-gram over V symbols,
@@ -118,7 +127,7 @@ def ter_curve(n: int, eps: float, lengths: int | Iterable[int], V: int = 8, eps_
     n42 = theorem_42_steps(n, eps)
     # default grid: N = 2, 4, ..., 4096 and the Theorem 4.2 step count itself (up to 2^20), so its bound shows on a row
     grid = [2 ** k for k in range(1, 13)] + ([n42] if n42 <= 1 << 20 else [])
-    steps = sorted({positive_int("number of steps N", N) for N in (steps or grid)})
+    steps = sorted({positive_int("number of steps N", N) for N in (grid if steps is None else _given_steps(steps))})
     for L in lengths:  # the whole curve and the step search, before any of it is computed
         check_dependency_work(n, L, sum(steps), what="the TER curve")
     target = ter_target(V, eps, eps_learning)
@@ -201,7 +210,7 @@ def ser_curve(l: int, L: int | Iterable[int], eps_learning: float = 1 / 128,
             raise ValueError(f"sequence length L={length} is not a multiple of the interval length l={l}")
     grid = {}
     for length in lengths:  # every step count, before any point is computed
-        Ns = steps or sorted({max(1, int(length * c)) for c in (0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 1, 2, 4, 10, 100)}
+        Ns = _given_steps(steps) if steps is not None else sorted({max(1, int(length * c)) for c in (0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 1, 2, 4, 10, 100)}
                              | {length * length, 10 * length * length})
         grid[length] = Ns = [positive_int("number of steps N", N) for N in Ns]
         if max(Ns) > MAX_STEPS:

@@ -520,7 +520,9 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
     from mdmt.constructions.reverse.tables import check_exact_size
 
     check_exact_size(fam.n_symbols, max(lengths))  # every evaluation is exact: refuse what cannot be, before it starts
-    seed = int(seed) if seed is not None else 0
+    from mdmt.constructions.validation import seed_value
+
+    seed = seed_value(seed) if seed is not None else 0  # 1.5 is refused, never truncated to 1
     shards = positive_int("shards", shards)
     settings = {"lengths": lengths, "steps": steps, "processes": processes, "budget": budget.describe(),
                 "seed": seed}

@@ -152,5 +152,21 @@ def configure_numba_cache(roots: list[Path] | None = None) -> str | None:
     return _chosen[key]
 
 
+def cache_write_error(exc: BaseException) -> str | None:
+    """The message of an error that numba raised writing its cache (a full disk, a quota, a read-only folder: it
+    names no file), naming the folder and ``NUMBA_CACHE_DIR``; None for an error raised elsewhere."""
+    frames, tb = [], exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    if not any(Path(f).name == "caching.py" and Path(f).parent.name == "core" and "numba" in Path(f).parts
+               for f in frames):
+        return None
+    folder = next((v for v in _chosen.values() if v), None) or os.environ.get("NUMBA_CACHE_DIR") or "numba's default"
+    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return (f"{reason} while writing numba's cache of compiled kernels in {folder}; free space there, or set "
+            "NUMBA_CACHE_DIR to a folder with room")
+
+
 if __name__ == "__main__":  # python -m mdmt.constructions.numba_cache: print the folder in use
     print(configure_numba_cache() or "no keyed folder", file=sys.stdout)

@@ -38,6 +38,11 @@ class ResourceError(ValueError):
     """An input that would need more memory or work than the limits allow (one-line message)."""
 
 
+class LimitSettingError(ValueError):
+    """A limit set in the environment (``MDMT_MAX_MEMORY``, ``MDMT_MAX_WORK``) that is not a size: the message names
+    the variable, and no caller may blame an input of its own for it."""
+
+
 def parse_size(text: str, name: str = MEMORY_ENV) -> int:
     """``"512M"``, ``"8G"``, ``"1e9"`` or ``"1073741824"`` as a positive number of units (K/M/G/T = 1024^k)."""
     s = str(text).strip().upper().removesuffix("IB").removesuffix("B") if str(text).strip() else ""
@@ -46,9 +51,9 @@ def parse_size(text: str, name: str = MEMORY_ENV) -> int:
     try:
         value = float(number) * _SUFFIX[unit]
     except ValueError:
-        raise ValueError(f"{name}={text!r} is not a size (examples: 8G, 512M, 1e9)") from None
+        raise LimitSettingError(f"{name}={text!r} is not a size (examples: 8G, 512M, 1e9)") from None
     if not math.isfinite(value) or value < 1:
-        raise ValueError(f"{name}={text!r} must be a positive finite size")
+        raise LimitSettingError(f"{name}={text!r} must be a positive finite size")
     return int(value)
 
 

@@ -20,6 +20,15 @@ DEFAULT_ATOL = 1e-6
 """Tolerance on the sum of every probability vector (|sum - 1| <= atol)."""
 
 
+def check_tolerance(atol, name: str = "atol") -> float:
+    """The tolerance on a probability vector's sum: a finite number in [0, 1) (a NaN would accept anything, a
+    negative one nothing); refused naming ``name`` and the value, before any array is read."""
+    if isinstance(atol, (bool, np.bool_)) or not isinstance(atol, (int, float, np.integer, np.floating)) \
+            or not (0 <= atol < 1):
+        raise ValueError(f"{name} must be a finite number in [0, 1), got {atol!r}")
+    return float(atol)
+
+
 def probability_array(name: str, value, ndim: int, *, atol: float = DEFAULT_ATOL) -> np.ndarray:
     """Return ``value`` as a read-only float64 array whose last axis holds distributions.
 
@@ -27,6 +36,7 @@ def probability_array(name: str, value, ndim: int, *, atol: float = DEFAULT_ATOL
     vector along the last axis sums to 1 within ``atol``.  The error names the
     first offending entry or row.
     """
+    check_tolerance(atol)
     _check_numbers(name, value, ndim)
     try:
         arr = np.array(value, dtype=np.float64)
@@ -203,9 +213,19 @@ def as_rng(seed) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+def seed_value(seed, name: str = "seed") -> int:
+    """``seed`` as an int: a non-negative integer (NumPy's included); a float, a boolean or text is refused
+    naming ``name`` -- never truncated (``1.5`` is not the seed 1)."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
 def seed_of(*parts: int) -> int:
-    """A 63-bit seed mixed from integers (independent streams for (seed, purpose, index))."""
-    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(2, dtype=np.uint32).view(np.uint64)[0] >> 1)
+    """A 63-bit seed mixed from integers (independent streams for (seed, purpose, index)); the first part is the
+    user's seed (:func:`seed_value`), the others the purpose and index."""
+    words = [seed_value(parts[0])] + [int(p) for p in parts[1:]] if parts else []
+    return int(np.random.SeedSequence(words).generate_state(2, dtype=np.uint32).view(np.uint64)[0] >> 1)
 
 
 _FILE_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),

@@ -32,8 +32,9 @@ with L (Theorems 4.3 and 4.4).  For every language of the sweep the experiment
 State lives in one folder: ``config.json`` (the settings the numbers depend on; a rerun with
 other settings is refused), ``<language>/mdm|ar/ckpt.pt`` (training checkpoints, resumed where
 they stopped), ``<language>/summary.json`` and ``rows/<language>__<kind>__L<L>__N<N>.json`` (one
-per point; a point already there is not recomputed, so adding lengths or steps later computes
-only what is new).  ``figure1.csv``, ``figure1.png`` and ``figure1.json`` (rows, summaries,
+per point, stamped with the SHA-256 of its content and the settings, :func:`point_stamp`; a point already
+there is not recomputed, so adding lengths or steps later computes only what is new, and a stored point
+that is truncated, not a file, edited by hand or another run's is refused before any work, naming it).  ``figure1.csv``, ``figure1.png`` and ``figure1.json`` (rows, summaries,
 targets, provenance) are rebuilt from whatever points exist, so parts computed on different
 machines (the oracle curves on a CPU, the trained models on a GPU) merge by copying their
 ``rows``.
@@ -41,6 +42,7 @@ machines (the oracle curves on a CPU, the trained models on a GPU) merge by copy
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -53,7 +55,7 @@ import numpy as np
 
 from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
 from mdmt.constructions.outputs import write_csv, write_text
-from mdmt.constructions.validation import positive_int, seed_of
+from mdmt.constructions.validation import positive_int, regular_file, seed_of
 from mdmt.defaults import SER_TARGET, TER_TARGET, target_metric  # Figure 1's targets, defined once
 from mdmt.results import Result
 
@@ -220,6 +222,46 @@ def row_path(out: Path, language: str, kind: str, L: int, N: int) -> Path:
     return out / "rows" / f"{slug(language)}__{kind}__L{L}__N{N}.json"
 
 
+#: The key of a stored point that stamps it as mdmt's: the SHA-256 of the point and of the run's result settings.
+POINT_STAMP = "mdmt_stamp"
+_RECOMPUTE = "remove it to have the point computed again, or use another --out folder"
+
+
+def point_stamp(row: dict, settings: dict) -> str:
+    """The stamp of a point computed under ``settings`` (:meth:`Figure1Config.result_settings`): a point edited by
+    hand, damaged, or computed with other settings does not carry the stamp of its content."""
+    text = json.dumps({"point": _plain(row), "settings": _plain(settings)}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def read_point(path: Path, settings: dict) -> dict:
+    """The point stored at ``path`` by a run with ``settings``, checked: a regular file (a folder, FIFO or device is
+    never opened) holding complete JSON whose stamp matches its content, and whose language, kind, L and N are
+    those of its name.  Anything else -- truncated, replaced, edited by hand, another run's -- is a ``ValueError``
+    naming the file, so a resumed run never skips a point it cannot use nor takes a point it did not compute."""
+    try:
+        regular_file(path, f"the stored point {path}", "a point file")
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, RecursionError) as exc:
+        raise ValueError(f"cannot read the stored point {path} ({exc}); {_RECOMPUTE}") from None
+    except ValueError as exc:
+        if str(exc).startswith("the stored point"):
+            raise ValueError(f"{exc}; {_RECOMPUTE}") from None
+        raise ValueError(f"the stored point {path} is truncated or damaged (not JSON: {exc}); {_RECOMPUTE}") from None
+    stamp = doc.get(POINT_STAMP) if isinstance(doc, dict) else None
+    row = {k: v for k, v in doc.items() if k != POINT_STAMP} if isinstance(doc, dict) else None
+    if row is None or stamp != point_stamp(row, settings):
+        raise ValueError(f"the stored point {path} was not written by mdmt for this run (edited by hand, or "
+                         f"computed with other settings: its {POINT_STAMP} does not match its content); {_RECOMPUTE}")
+    try:
+        own = row_path(path.parent.parent, row["language"], row["kind"], row["L"], row["N"]).name
+    except (KeyError, TypeError):
+        own = None
+    if own != path.name:
+        raise ValueError(f"the stored point {path} holds another point ({own}); {_RECOMPUTE}")
+    return row
+
+
 @dataclass
 class _Language:
     """A language of the sweep and what is known about it."""
@@ -271,11 +313,13 @@ class Figure1:
         old = _read_json(path)
         if not (isinstance(old, dict) and "result_settings" in old):
             old = None  # not the settings of a run: replaced (mdmt figure1 refuses such a file unless --force)
-        new = self.cfg.result_settings()
+        new = self.settings = self.cfg.result_settings()
         if old is not None and old.get("result_settings") != new:
             diff = sorted(k for k in new if old.get("result_settings", {}).get(k) != new[k])
             raise ValueError(f"{self.out} holds a run with other settings ({', '.join(diff)} differ); "
                              "use another --out folder")
+        for p in sorted((self.out / "rows").glob("*.json")):  # before any work: every stored point is this run's
+            read_point(p, new)
         if old is None:
             _write_json(path, {"result_settings": new})
 
@@ -423,7 +467,8 @@ class Figure1:
 
             bar = tqdm(total=len(todo), desc=f"{name} points", dynamic_ncols=True, leave=False)
         for kind, L, N in todo:
-            _write_json(row_path(self.out, name, kind, L, N), self._point(lg, index, kind, L, N))
+            row = self._point(lg, index, kind, L, N)
+            _write_json(row_path(self.out, name, kind, L, N), {**row, POINT_STAMP: point_stamp(row, self.settings)})
             if bar is not None:
                 bar.update(1)
         if bar is not None:
@@ -484,7 +529,7 @@ class Figure1:
     def rows(self) -> list[dict]:
         """Every point in ``rows/`` (also those of other runs merged into the folder), sorted."""
         order = {k: i for i, k in enumerate(KINDS)}
-        rows = [r for p in sorted((self.out / "rows").glob("*.json")) if (r := _read_json(p)) is not None]
+        rows = [read_point(p, self.settings) for p in sorted((self.out / "rows").glob("*.json"))]
         return sorted(rows, key=lambda r: (r["role"] != "ter", r["language"], order.get(r["kind"], 9), r["L"], r["N"]))
 
     def summaries(self) -> dict:

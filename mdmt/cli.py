@@ -101,6 +101,9 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # usage errors (2), --help and --version (0)
         return int(exc.code or 0)
+    if getattr(args, "out", None) == "":  # an empty --out would write nothing, or the current folder
+        print(f"mdmt {args._name}: error: --out: expected a file or folder name, got ''", file=sys.stderr)
+        return 2
     try:
         from mdmt.constructions.resources import work_limit
 
@@ -125,7 +128,10 @@ def error_line(exc: BaseException, command: str = "") -> str:
     if is_torch_missing(exc):  # MissingExtra included: the message names the command
         msg = torch_message(f"mdmt {command}".strip())
     elif isinstance(exc, OSError) and exc.strerror:
-        msg = f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+        from mdmt.constructions.numba_cache import cache_write_error
+
+        msg = (f"{exc.strerror}: {exc.filename}" if exc.filename else
+               cache_write_error(exc) or exc.strerror)
     elif isinstance(exc, MemoryError):
         msg = (f"out of memory{': ' + str(exc) if str(exc) else ''} (the inputs need more memory than this machine "
                "has; set MDMT_MAX_MEMORY to make mdmt refuse such inputs before it starts)")

@@ -33,10 +33,11 @@ edge of its panel, never as a point at the largest N swept.
 
 from __future__ import annotations
 
+import functools
 import math
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar, cast
 
 COLUMN_WIDTH = 3.4  # inches: one column of a two-column paper
 PAGE_WIDTH = 7.0  # inches: the text width of a two-column paper
@@ -60,6 +61,32 @@ def _figure(width: float, height: float):
     from mdmt.figure import Figure  # matplotlib's, shown as an image at the end of a notebook cell
 
     return Figure(figsize=(width, height), layout="constrained", style=STYLE)
+
+
+_Draw = TypeVar("_Draw", bound=Callable[..., Any])
+
+
+def _reads_result(draw: _Draw) -> _Draw:
+    """A figure function that refuses a malformed result with one ``ValueError`` naming what is missing or wrong
+    (a result of another command, a hand-edited or damaged file), never a ``KeyError`` from inside the drawing."""
+    name = draw.__name__
+    many = name == "atlas_figure"  # the one figure that also takes a list of results
+
+    @functools.wraps(draw)
+    def checked(result, *args, **kwargs):
+        if not (isinstance(result, Mapping) or (many and isinstance(result, Sequence)
+                                                and not isinstance(result, (str, bytes)))):
+            raise TypeError(f"{name}: expected a result (a mapping{' or a list of them' if many else ''}), "
+                            f"got {type(result).__name__}")
+        try:
+            return draw(result, *args, **kwargs)
+        except KeyError as exc:
+            raise ValueError(f"{name}: the result has no {exc.args[0]!r} (is it the result of the command "
+                             "that draws this figure?)") from None
+        except (TypeError, IndexError, AttributeError) as exc:
+            raise ValueError(f"{name}: malformed result ({exc})") from None
+
+    return cast(_Draw, checked)
 
 
 def rounding_floor(scale: float) -> float:
@@ -155,6 +182,7 @@ def _not_reached(ax, xs, label: str, colour) -> None:
 
 # ------------------------------------------------------------------------------------------------ curve
 
+@_reads_result
 def curve_ter_figure(result: Mapping[str, Any]):
     """The (C4) chain bound on KL(q || p_N)/L against N for each L, with Theorem 4.2's target and step count.
 
@@ -182,6 +210,7 @@ def curve_ter_figure(result: Mapping[str, Any]):
     return fig
 
 
+@_reads_result
 def curve_ser_figure(result: Mapping[str, Any]):
     """The exact oracle SER 1 - rho^(L/l) on the interval HMM against C = N/L, with Theorem 4.3's upper and
     Theorem 4.4's lower bound and the critical constants, for each length of the result (one colour per length
@@ -232,6 +261,7 @@ FAILS_LABEL = "bound fails here (upper < exact KL, or lower > exact KL)"
 MAX_ATLAS_PANELS = 12  # a larger sweep draws its first instances (its CSV and JSON hold them all)
 
 
+@_reads_result
 def atlas_figure(results: Sequence[Mapping[str, Any]] | Mapping[str, Any]):
     """Per instance, a bar per process and quantity: the exact KL and the bounds that apply (log axis).
 
@@ -299,6 +329,7 @@ def atlas_figure(results: Sequence[Mapping[str, Any]] | Mapping[str, Any]):
 
 # ------------------------------------------------------------------------------------------------ adaptive
 
+@_reads_result
 def adaptive_ser_figure(result: Mapping[str, Any]):
     """``mdmt adaptive ser``: per interval length l, the oracle SER of each unmasking rule against NFE (top) and
     the NFE of the smallest N reaching the SER target against L (bottom; arrows: not reached)."""
@@ -352,6 +383,7 @@ def adaptive_ser_figure(result: Mapping[str, Any]):
     return fig
 
 
+@_reads_result
 def adaptive_ter_figure(result: Mapping[str, Any]):
     """``mdmt adaptive ter``: per unmasking rule, the mean NFE at the smallest N whose KL/L (upper confidence
     limit) meets the target, against L; arrows mark lengths where a rule never met it."""
@@ -446,6 +478,7 @@ def _figure1_drawn(rows, key_of_role) -> list:
     return [r for r in rows if r.get("role") in key_of_role and _finite(r.get(key_of_role[r["role"]]))]
 
 
+@_reads_result
 def figure1_figure(result: Mapping[str, Any]):
     """Figure 1, gap view: the TER gap (top row, one panel per TER language) and the SER (middle row) of samples
     against the sampling steps N -- the oracle MDM at every length, the trained MDM at its training length,
@@ -552,6 +585,7 @@ def _figure1_targets(ax, recs, role) -> None:
 
 
 
+@_reads_result
 def figure1_paper_figure(result: Mapping[str, Any]):
     """Figure 1 in the paper's axes (Section 5): generative perplexity against N for each TER language and
     SER against N for each SER language, at the networks' training length: the trained MDM and the oracle
@@ -646,27 +680,113 @@ def save_figures(result: Mapping[str, Any], folder, source: str, fmt: str = "png
     return [save(draw(result), Path(folder) / f"{stem}.{fmt}", tag) for stem, tag, draw in FIGURES[source]]
 
 
-def redraw(path, fmt: str = "png") -> list[Path]:
-    """Redraw the figures of a result JSON that a command wrote (atlas.json, adaptive_ser.json,
-    adaptive_ter.json, figure1.json) next to it, from its numbers alone: the figures of a committed result
-    re-made after a change of drawing, without recomputing it.  Returns the files written."""
-    import json
+PROG = "python -m mdmt.plots"
+
+
+def read_result(path) -> dict:
+    """The result a command wrote as ``path`` (atlas.json, adaptive_ser.json, adaptive_ter.json, figure1.json),
+    read with the checks of every file mdmt reads: a regular file (never a FIFO, device, folder or link loop,
+    :func:`mdmt.constructions.validation.regular_file`) of at most ``JSON_LIMIT`` bytes, UTF-8 JSON with no key
+    given twice (:func:`~mdmt.constructions.validation.json_loads_unique`) holding an object.  Every failure is
+    one ``ValueError`` naming the file."""
+    from mdmt.constructions.outputs import JSON_LIMIT, describe_oserror
+    from mdmt.constructions.resources import format_bytes
+    from mdmt.constructions.validation import json_loads_unique, regular_file
 
     path = Path(path)
     if path.name not in FIGURES:
         raise ValueError(f"{path}: mdmt redraws {', '.join(FIGURES)}")
+    if not (path.exists() or path.is_symlink()):
+        raise ValueError(f"{path}: no such file")
+    regular_file(path, str(path), "a result file")
+    try:
+        size = path.stat().st_size
+        if size > JSON_LIMIT:
+            raise ValueError(f"{path}: {format_bytes(size)} is larger than any result mdmt writes "
+                             f"({format_bytes(JSON_LIMIT)} at most); is it the right file?")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {describe_oserror(exc)}") from None
+    try:
+        doc = json_loads_unique(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text, so not a result mdmt wrote") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply to be a result mdmt wrote") from None
+    except ValueError as exc:  # json.JSONDecodeError, DuplicateKeyError
+        raise ValueError(f"{path}: not a result mdmt wrote (damaged or truncated JSON: {exc})") from None
+    if not isinstance(doc, dict) or not doc:
+        what = "an empty object" if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
+        raise ValueError(f"{path}: holds {what}, not a result of mdmt")
+    return doc
+
+
+def redraw(path, fmt: str = "png", force: bool = False) -> list[Path]:
+    """Redraw the figures of a result JSON that a command wrote (atlas.json, adaptive_ser.json,
+    adaptive_ter.json, figure1.json) next to it, from its numbers alone: the figures of a committed result
+    re-made after a change of drawing, without recomputing it.  Returns the files written.
+
+    Everything is checked before any file is written: the result (:func:`read_result`), each figure drawn, and
+    each figure file -- one there that mdmt did not write as this figure (its tag,
+    :func:`mdmt.constructions.outputs.figure_written_by`) is replaced only with ``force``."""
+    return _save_all(_prepare(Path(path), fmt, force))
+
+
+def _prepare(path: Path, fmt: str, force: bool) -> list:
+    """(file, tag, figure) of every figure of the result ``path``, checked and drawn but not yet written."""
+    from mdmt.constructions.outputs import check_output_file, figure_written_by
+
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    return save_figures(json.loads(path.read_text(encoding="utf-8")), path.parent, path.name, fmt)
+    result = read_result(path)
+    files = [(path.parent / f"{stem}.{fmt}", tag, draw) for stem, tag, draw in FIGURES[path.name]]
+    for file, tag, _ in files:
+        check_output_file(file, force=force, same=functools.partial(figure_written_by, software=tag), flag="figure")
+    try:
+        return [(file, tag, draw(result)) for file, tag, draw in files]
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
-if __name__ == "__main__":  # python -m mdmt.plots [--format pdf] RESULT.json ...
+def _save_all(prepared: list) -> list[Path]:
+    return [save(fig, file, tag) for file, tag, fig in prepared]
+
+
+def main(argv=None) -> int:
+    """``python -m mdmt.plots [--format pdf] [--force] RESULT.json ...``: :func:`redraw` each file.  Every file is
+    read, checked and drawn before any figure is written; an error is one line ``python -m mdmt.plots: error:
+    ...`` with exit status 2 and nothing written."""
     import argparse
+    import os
+    import sys
 
-    parser = argparse.ArgumentParser(prog="python -m mdmt.plots", description=(redraw.__doc__ or "").split("\n")[0])
+    from mdmt.cli import error_line
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):
+            self.exit(2, f"{PROG}: error: {message}\n")
+
+    parser = Parser(prog=PROG, description=(redraw.__doc__ or "").split("\n")[0], allow_abbrev=False)
     parser.add_argument("paths", nargs="+", metavar="RESULT.json")
     parser.add_argument("--format", choices=FORMATS, default="png")
-    args = parser.parse_args()
-    for p in args.paths:
-        for f in redraw(p, args.format):
-            print(f)
+    parser.add_argument("--force", action="store_true",
+                        help="replace a figure file there that mdmt did not write as this figure")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        prepared = [p for path in args.paths for p in _prepare(Path(path), args.format, args.force)]
+        written = _save_all(prepared)
+    except (ValueError, OSError, OverflowError, MemoryError, RecursionError) as exc:
+        if os.environ.get("MDMT_DEBUG") == "1":
+            raise
+        print(f"{PROG}: error: {error_line(exc)}", file=sys.stderr)
+        return 2
+    for f in written:
+        print(f)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

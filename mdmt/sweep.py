@@ -39,12 +39,18 @@ MAX_JOBS = 1024
 
 def scheduler_address(scheduler: str | None = None) -> str | None:
     """The scheduler given, else ``MDMT_SCHEDULER``, else None (an embedded cluster, or this process)."""
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise TypeError(f"scheduler must be an address such as tcp://HOST:8786 (a string), got "
+                        f"{type(scheduler).__name__} {scheduler!r:.60}")
     address = scheduler if scheduler is not None else os.environ.get(SCHEDULER_ENV)
     address = (address or "").strip()
     if not address:
         return None
-    if not re.fullmatch(r"(tcp|tls|ws|wss|ucx)://[^\s:/]+(:\d{1,5})?", address):
-        raise ValueError(f"scheduler {address!r}: expected an address such as tcp://HOST:8786")
+    # a host name, an IPv4 address or an IPv6 address in brackets (tcp://[::1]:8786), then an optional port
+    if not re.fullmatch(r"(tcp|tls|ws|wss|ucx)://([^\s:/\[\]]+|\[[0-9A-Fa-f:.%\w]*:[0-9A-Fa-f:.%\w]*\])(:\d{1,5})?",
+                        address):
+        raise ValueError(f"scheduler {address!r}: expected an address such as tcp://HOST:8786 "
+                         "(an IPv6 address in brackets: tcp://[::1]:8786)")
     return address
 
 
@@ -160,8 +166,7 @@ class Sweep:
 
         cluster = None
         if self.address is None:
-            cluster = LocalCluster(n_workers=min(self.jobs, len(self.parts)), threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR, env=dict(ONE_THREAD))
+            cluster = start_cluster(LocalCluster, min(self.jobs, len(self.parts)))
             client = Client(cluster)
         else:
             try:
@@ -188,6 +193,25 @@ class Sweep:
             client.close()
             if cluster is not None:
                 cluster.close()
+
+
+CLUSTER_STARTS = 3  # tries to start the embedded cluster (a worker lost while it starts fails the start)
+
+
+def start_cluster(local_cluster, workers: int):
+    """An embedded ``LocalCluster`` of ``workers`` one-thread worker processes.  A start that fails (a worker
+    process killed or lost while the cluster starts: Dask's "Nanny failed to start") is tried again, up to
+    ``CLUSTER_STARTS`` times; then one ``OSError`` says what failed and what to do."""
+    last: BaseException | None = None
+    for _ in range(CLUSTER_STARTS):
+        try:
+            return local_cluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                                 silence_logs=logging.ERROR, env=dict(ONE_THREAD))
+        except (RuntimeError, OSError, TimeoutError) as exc:
+            last = exc
+    reason = " ".join(str(last).split()) or type(last).__name__
+    raise OSError(f"the embedded Dask cluster of {workers} worker processes did not start in {CLUSTER_STARTS} tries "
+                  f"({reason}); run again, or give --jobs 1 to run in this process")
 
 
 def run_parts(function: Callable[[Any], Any], parts: Iterable[Any], *, jobs: int = 1, scheduler: str | None = None,

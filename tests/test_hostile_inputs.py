@@ -18,6 +18,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import zipfile
 from pathlib import Path
@@ -782,3 +783,404 @@ def test_a_ter_study_at_a_huge_length_is_refused_before_it_starts(worker, tmp_pa
         assert "--lengths 100000000: the TER searches" in res["err"] and res["seconds"] < AT_ONCE, res
     finally:
         worker.run(["--version"], tmp_path, python="import os; os.environ['MDMT_MAX_MEMORY'] = '2G'")
+
+# ============================================================================ 7. data lost, plots, library
+ATLAS_RESULT = Path(__file__).resolve().parent.parent / "docs" / "results" / "atlas" / "2gram-ter_L5_N2" / "atlas.json"
+PLOTS = "python -m mdmt.plots"
+# python -m mdmt.plots run in the worker, as the shell runs it (its __main__), optionally with a file system that
+# refuses every new file (EROFS: root writes into read-only folders, so a read-only folder is emulated)
+_RUN_PLOTS = """
+import runpy, sys, tempfile, warnings
+argv, read_only = {argv!r}, {read_only!r}
+def refuse(*args, **kwargs):
+    raise OSError(30, "Read-only file system", kwargs.get("dir") or ".")
+make = tempfile.mkstemp
+if read_only:
+    tempfile.mkstemp = refuse
+sys.argv = ["{prog}", *argv]
+try:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # runpy: mdmt.plots is already imported
+        runpy.run_module("mdmt.plots", run_name="__main__", alter_sys=True)
+finally:
+    tempfile.mkstemp = make
+"""
+
+
+@pytest.fixture(scope="module")
+def plots_worker(tmp_path_factory):
+    w = Worker(tmp_path_factory.mktemp("plots-logs"), 60.0)  # a FIFO opened would block: the worker stops at 60 s
+    yield w
+    w.close()
+
+
+def run_plots(worker, folder: Path, *argv: str, read_only: bool = False) -> dict:
+    code = _RUN_PLOTS.format(argv=list(argv), read_only=read_only, prog=PLOTS)
+    return worker.run([], folder, python=code)
+
+
+def plots_refused(worker, folder: Path, *argv: str, says=(), read_only: bool = False) -> str:
+    """``python -m mdmt.plots argv`` in ``folder``: exit 2, one line ``python -m mdmt.plots: error: ...`` holding
+    every string of ``says``, no traceback, nothing written or changed."""
+    before = _snapshot(folder)
+    res = run_plots(worker, folder, *argv, read_only=read_only)
+    assert res["rc"] == 2, res
+    assert res["seconds"] < AT_ONCE, res
+    line = res["err"].rstrip("\n")
+    assert "\n" not in line and "Traceback" not in line, res["err"]
+    assert line.startswith(f"{PLOTS}: error: "), line
+    assert res["out"] == ""
+    for s in ([says] if isinstance(says, str) else says):
+        assert s in line, (s, line)
+    assert _snapshot(folder) == before, "a refused redraw wrote or changed a file"
+    return line
+
+
+def _hostile_result(folder: Path, case: str) -> str:
+    """Make the hostile input ``case`` in ``folder``; the path to give to python -m mdmt.plots."""
+    target = folder / "atlas.json"
+    data = {"truncated": ATLAS_RESULT.read_bytes()[:200], "empty": b"", "binary": bytes(range(256)) * 4,
+            "latin-1": '{"instance": "caf\u00e9"}'.encode("latin-1"), "a list": b"[1, 2, 3]", "{}": b"{}",
+            "deep nesting": b"[" * 100_000 + b"]" * 100_000,
+            "wrong schema": json.dumps({"rows": [{"L": 4}], "target": 0.1}).encode(),
+            "key twice": b'{"rows": [], "rows": []}'}
+    if case in data:
+        target.write_bytes(data[case])
+    elif case == "symlink loop":
+        os.symlink("loop2", folder / "atlas.json")
+        os.symlink("atlas.json", folder / "loop2")
+    elif case == "/dev/zero":
+        os.symlink("/dev/zero", target)
+    elif case == "fifo":
+        os.mkfifo(target)
+    elif case == "folder":
+        target.mkdir()
+    elif case == "missing":
+        pass
+    elif case == "not a result name":
+        target = folder / "notes.json"
+        target.write_text("{}")
+    return target.name
+
+
+PLOT_CASES = {  # case: what the one line says
+    "truncated": "damaged or truncated JSON", "empty": "damaged or truncated JSON", "binary": "not UTF-8",
+    "latin-1": "not UTF-8", "a list": "holds a JSON list", "{}": "holds an empty object",
+    "deep nesting": "nested too deeply", "wrong schema": "the result has no", "key twice": "'rows' appears more than once",
+    "symlink loop": "too many levels of symbolic links", "/dev/zero": "is a character device, not a result file",
+    "fifo": "is a FIFO, not a result file", "folder": "is a folder, not a result file", "missing": "no such file",
+    "not a result name": "mdmt redraws atlas.json",
+}
+
+
+@pytest.mark.parametrize("case", list(PLOT_CASES))
+def test_python_m_mdmt_plots_refuses_a_hostile_result_in_one_line(plots_worker, tmp_path, case):
+    """Issue 35: 15 raw tracebacks (and a hang on a FIFO) -> one line naming the file and the problem, exit 2."""
+    name = _hostile_result(tmp_path, case)
+    line = plots_refused(plots_worker, tmp_path, name, says=PLOT_CASES[case])
+    assert name in line
+
+
+def test_python_m_mdmt_plots_in_a_read_only_folder_is_one_line(plots_worker, tmp_path):
+    shutil.copy(ATLAS_RESULT, tmp_path / "atlas.json")
+    plots_refused(plots_worker, tmp_path, "atlas.json", says=["cannot write", "Read-only file system"], read_only=True)
+
+
+def test_python_m_mdmt_plots_never_overwrites_a_figure_mdmt_did_not_write(plots_worker, tmp_path):
+    """Issue 35 (data lost): redrawing DIR/atlas.json replaced the user's own DIR/atlas.png.  Now that file is
+    refused (nothing written) unless --force; mdmt's own figure is replaced as before."""
+    shutil.copy(ATLAS_RESULT, tmp_path / "atlas.json")
+    (tmp_path / "atlas.png").write_bytes(b"my own picture")
+    plots_refused(plots_worker, tmp_path, "atlas.json", says=["atlas.png", "was not written by mdmt", "--force"])
+    assert (tmp_path / "atlas.png").read_bytes() == b"my own picture"
+    res = run_plots(plots_worker, tmp_path, "--force", "atlas.json")
+    assert res["rc"] == 0 and res["out"].strip() == "atlas.png", res
+    assert (tmp_path / "atlas.png").read_bytes().startswith(b"\x89PNG")
+    res = run_plots(plots_worker, tmp_path, "atlas.json")  # mdmt's own figure now: redrawn without --force
+    assert res["rc"] == 0 and res["out"].strip() == "atlas.png", res
+
+
+MALFORMED_RESULTS = [  # (figure function, result, what the ValueError names)
+    ("curve_ter_figure", {}, "'rows'"),
+    ("curve_ter_figure", {"rows": [{"L": 4, "N": 2, "chain_bound": 0.1}]}, "'target'"),
+    ("curve_ser_figure", {"rows": [{"C": 1.0}]}, "'theorem43_upper'"),
+    ("atlas_figure", {"rows": []}, "'instance'"),
+    ("atlas_figure", [{"instance": {}, "rows": [{"process": "iid"}]}], "'length'"),
+    ("adaptive_ser_figure", {"curves": []}, "'min_steps'"),
+    ("adaptive_ter_figure", {"rows": [{"policy": "iid"}]}, "'L'"),
+    ("figure1_figure", {"config": {}}, "'rows'"),
+    ("figure1_paper_figure", {"rows": "x"}, "malformed result"),
+]
+
+
+@pytest.mark.parametrize("name, result, says", MALFORMED_RESULTS, ids=[f"{n}-{s}" for n, _, s in MALFORMED_RESULTS])
+def test_the_figure_functions_name_what_a_malformed_result_lacks(name, result, says):
+    import mdmt.plots
+
+    with pytest.raises(ValueError) as exc:
+        getattr(mdmt.plots, name)(result)
+    assert says in str(exc.value) and name in str(exc.value) and "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("result", [None, 3, "atlas.json"])
+def test_the_figure_functions_refuse_what_is_not_a_result(result):
+    from mdmt.plots import atlas_figure, curve_ter_figure
+
+    for draw in (atlas_figure, curve_ter_figure):
+        with pytest.raises(TypeError, match=f"{draw.__name__}: expected a result"):
+            draw(result)
+
+
+REFUTE = ["refute", "--family", "ngram:n=2,V=2", "--lengths", "3", "--steps", "2", "--budget", "2", "--no-progress"]
+
+
+def test_refute_of_another_claim_into_the_same_out_needs_force(worker, tmp_path):
+    """Issue 35 (data lost): the files of a search for another claim were replaced without --force (its help
+    says it needs it).  The same claim and family is the same request: replaced, as before."""
+    accepted(worker, tmp_path, *REFUTE, "--claim", "KL <= 100", "--out", "r")
+    first = (tmp_path / "r" / "refute.json").read_bytes()
+    refused(worker, tmp_path, *REFUTE, "--claim", "KL <= 200", "--out", "r",
+            says=["--out r/", ".json already exists", "was not written by mdmt", "--force"])
+    refused(worker, tmp_path, *REFUTE[:2], "ngram:n=3,V=2", *REFUTE[3:], "--claim", "KL <= 100", "--out", "r",
+            says=["--force"])
+    assert (tmp_path / "r" / "refute.json").read_bytes() == first
+    accepted(worker, tmp_path, *REFUTE, "--claim", "KL  <=  100", "--out", "r")  # the same claim, spaces aside
+    accepted(worker, tmp_path, *REFUTE, "--claim", "KL <= 200", "--out", "r", "--force")
+    assert json.loads((tmp_path / "r" / "refute.json").read_text())["claim"] == "KL <= 200"
+
+
+FIGURE1 = ["figure1", "--kinds", "oracle", "--lengths", "8", "--steps", "2", "--ser-languages", "interval:2",
+           "--ter-languages", "", "--num", "8", "--jobs", "1", "--no-progress", "--out", "f"]
+POINT = "f/rows/interval_2__oracle__L8__N2.json"
+
+
+def _figure1_settings() -> dict:
+    from mdmt.commands.figure1 import add_arguments
+    import argparse
+
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    a = p.parse_args(FIGURE1[1:])
+    from mdmt.empirical.experiments import Figure1Config
+
+    return Figure1Config(model=a.model, ter_languages=(), ser_languages=("interval:2",), steps=(2,), lengths=(8,),
+                         kinds=("oracle",), length=a.length, train_steps=a.train_steps, batch=a.batch, lr=a.lr,
+                         estimator=a.estimator, num=a.num, learning_error_num=a.learning_error_num, seed=a.seed,
+                         schedule=a.schedule).result_settings()
+
+
+def _a_point() -> dict:
+    """A point of the committed Figure 1 run (docs/results), renamed to the point the FIGURE1 command computes."""
+    doc = json.loads((ATLAS_RESULT.parents[2] / "figure1_tiny" / "figure1.json").read_text())
+    row = dict(next(r for r in doc["rows"] if r["kind"] == "oracle"))
+    row.update(language="interval:2", role="ser", L=8, N=2, num=8)
+    return row
+
+
+@pytest.mark.parametrize("damage, says", [
+    ("truncated", "is truncated or damaged"),
+    ("a folder", "is a folder, not a point file"),
+    ("foreign", "was not written by mdmt for this run"),
+    ("edited by hand", "was not written by mdmt for this run"),
+    ("renamed", "holds another point"),
+])
+def test_figure1_refuses_a_stored_point_it_cannot_use_or_did_not_compute(worker, tmp_path, damage, says):
+    """Issue 35 (data lost): a stored point truncated or replaced by a folder was skipped and then dropped (exit 0);
+    a hand-edited or foreign one was kept as the run's own.  Each point carries a stamp (SHA-256 of its content
+    and the run's settings): anything else is refused before any work, naming the file."""
+    from mdmt.empirical.experiments import POINT_STAMP, point_stamp
+
+    (tmp_path / "f" / "rows").mkdir(parents=True)
+    path = tmp_path / POINT
+    row = _a_point()
+    stamped = {**row, POINT_STAMP: point_stamp(row, _figure1_settings())}
+    if damage == "truncated":
+        path.write_text(json.dumps(stamped)[:150])
+    elif damage == "a folder":
+        path.mkdir()
+    elif damage == "foreign":
+        path.write_text(json.dumps(row))
+    elif damage == "edited by hand":
+        path.write_text(json.dumps({**stamped, "ser": stamped["ser"] + 0.125}))
+    else:
+        path.write_text(json.dumps(stamped))
+        path.rename(path.with_name("interval_2__oracle__L8__N4.json"))
+        path = path.with_name("interval_2__oracle__L8__N4.json")
+    line = refused(worker, tmp_path, *FIGURE1, says=[says, path.name])
+    assert "remove it" in line
+    path.unlink() if path.is_file() else path.rmdir()
+    assert not (tmp_path / "f" / "figure1.json").exists()
+
+
+def test_a_stamped_point_is_resumed_as_the_runs_own(tmp_path):
+    """The stamp's other side: a point written with this run's settings is read back as it was written."""
+    from mdmt.empirical.experiments import POINT_STAMP, point_stamp, read_point
+
+    settings, row = _figure1_settings(), _a_point()
+    (tmp_path / "f" / "rows").mkdir(parents=True)
+    (tmp_path / POINT).write_text(json.dumps({**row, POINT_STAMP: point_stamp(row, settings)}, indent=1))
+    assert read_point(tmp_path / POINT, settings) == row
+    with pytest.raises(ValueError, match="other settings"):
+        read_point(tmp_path / POINT, {**settings, "seed": settings["seed"] + 1})
+
+
+def _library_cases():
+    import mdmt.plots  # noqa: F401
+    from mdmt.bounds.adaptive import ser_study, ter_study
+    from mdmt.bounds.atlas import atlas
+    from mdmt.bounds.curves import ser_curve, ter_curve
+    from mdmt.bounds.quantities import instance_quantities
+    from mdmt.constructions.languages.hmm import HMM
+    from mdmt.constructions.reverse.exact import exact_output_law
+    from mdmt.constructions.reverse.schedules import reveal_probabilities
+    from mdmt.constructions.validation import seed_of
+    from mdmt.sweep import run_parts, scheduler_address
+
+    q = preset("2gram")
+    one = ([1.0], [[1.0]], [[0.5, 0.5]])
+    return {  # name: (call, exception, what the message names)
+        "scheduler=123": (lambda: scheduler_address(123), TypeError, "scheduler must be an address"),
+        "run_parts scheduler=123": (lambda: run_parts(str, [1, 2], jobs=2, scheduler=123), TypeError, "got int 123"),
+        "atlas(None)": (lambda: atlas(None, 4, 2), TypeError, "language must be an mdmt language (an HMM or an NGram"),
+        "exact_output_law(None)": (lambda: exact_output_law(None, 4, [0.5, 0.5]), TypeError, "got NoneType"),
+        "instance_quantities N=10**10": (lambda: instance_quantities(q, 4, "iid", 10**10), ValueError,
+                                         "N = 10000000000 steps needs"),
+        "reveal_probabilities N=10**10": (lambda: reveal_probabilities("linear", 10**10), ValueError,
+                                          "MDMT_MAX_MEMORY"),
+        "seed=1.5": (lambda: seed_of(1.5, 2), ValueError, "seed must be a non-negative integer, got 1.5"),
+        "ter_curve steps=[]": (lambda: ter_curve(2, 0.1, [8], steps=[]), ValueError, "empty list"),
+        "ser_curve steps=[]": (lambda: ser_curve(2, 8, steps=[]), ValueError, "empty list"),
+        "ser_study target=nan": (lambda: ser_study([3], [1], ["iid"], target=math.nan, curve_length=3, num=2), ValueError,
+                                 "target must be an SER in (0, 1], got nan"),
+        "ter_study target=inf": (lambda: ter_study("preset:2gram", [4], ["iid"], target=math.inf), ValueError,
+                                 "target must be a KL/L"),
+        "HMM atol=nan": (lambda: HMM(*one, atol=math.nan), ValueError, "atol must be a finite number in [0, 1), got nan"),
+        "HMM atol=-1": (lambda: HMM(*one, atol=-1), ValueError, "atol must be a finite number in [0, 1), got -1"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_library_cases()))
+def test_library_arguments_are_refused_naming_the_argument(case):
+    """Issue 35 (library arguments): AttributeError, a 74.5 GiB MemoryError, a truncated seed, a default grid for
+    steps=[], a NaN target or tolerance accepted, atol=-1 blamed on startprob -> one exception naming the argument."""
+    call, kind, says = _library_cases()[case]
+    with pytest.raises(kind) as exc:
+        call()
+    assert says in str(exc.value) and "\n" not in str(exc.value), str(exc.value)
+    assert "startprob" not in str(exc.value)
+
+
+def test_certify_claim_takes_the_claim_as_text():
+    """Its annotation accepts a string: 'KL <= 1' failed with "'str' object has no attribute 'relation'".  KL of the
+    2-gram at L = 4 with two i.i.d. steps is the same whether the claim is given as text or parsed."""
+    from mdmt.bounds.certificate import certify_claim
+    from mdmt.bounds.claims import parse_claim
+
+    q = preset("2gram")
+    text = certify_claim("KL <= 1", q, 4, "iid", 2)
+    parsed = certify_claim(parse_claim("KL <= 1"), q, 4, "iid", 2)
+    assert text == parsed and text["verdict"] in ("certified", "certified violation")
+    with pytest.raises(TypeError, match="claim must be a claim's text"):
+        certify_claim(1, q, 4, "iid", 2)
+
+
+# ============================================================================ 8. messages that name the right thing
+def test_an_explicit_reveal_vector_in_processes_is_one_process(worker, tmp_path):
+    """--processes iid:0.5,0.5 was split at the comma ('--processes iid:0.5: reveal probabilities sum to 0.5')."""
+    from mdmt.constructions.reverse.policies import split_policies
+
+    assert split_policies("iid:0.5,0.5,confidence, iid:0.25,0.75") == ["iid:0.5,0.5", "confidence", "iid:0.25,0.75"]
+    assert split_policies("iid,0.5") == ["iid", "0.5"]  # a number after a named schedule is not a probability
+    res = accepted(worker, tmp_path, *REFUTE, "--claim", "KL <= 100", "--processes", "iid:0.5,0.5", "--json")
+    assert json.loads(res["out"])["search"]["processes"] == ["iid:0.5,0.5"]
+    refused(worker, tmp_path, *REFUTE[:6], "3", *REFUTE[7:], "--claim", "KL <= 100", "--processes", "iid:0.5,0.5",
+            says=["--processes iid:0.5,0.5", "N = 3"])
+
+
+@pytest.mark.parametrize("address", ["tcp://[::1]:8786", "tcp://[fe80::1]:8786", "tls://[2001:db8::1]"])
+def test_ipv6_scheduler_addresses_are_addresses(address):
+    from mdmt.sweep import scheduler_address
+
+    assert scheduler_address(address) == address
+
+
+def test_a_bad_memory_limit_names_the_variable_not_the_language(worker, tmp_path):
+    """A bad MDMT_MAX_MEMORY was blamed on --language ('--language preset:2gram: MDMT_MAX_MEMORY=...')."""
+    argv = ["exact", "--language", "preset:2gram", "-L", "2", "-N", "2"]
+    code = ("import os\nfrom mdmt.cli import main\nold = os.environ['MDMT_MAX_MEMORY']\n"
+            "os.environ['MDMT_MAX_MEMORY'] = 'lots'\ntry:\n    rc = main(%r)\nfinally:\n"
+            "    os.environ['MDMT_MAX_MEMORY'] = old\nraise SystemExit(rc)\n" % argv)
+    res = worker.run([], tmp_path, python=code)
+    assert outcome(res, False) == ERROR, res
+    line = res["err"].strip()
+    assert line == "mdmt exact: error: MDMT_MAX_MEMORY='lots' is not a size (examples: 8G, 512M, 1e9)", line
+
+
+def test_interval_lengths_beyond_the_memory_of_their_scores_are_refused_naming_the_flag(worker, tmp_path):
+    """adaptive ser --interval-lengths 100 ended in numpy's 'Maximum allowed dimension exceeded'."""
+    line = refused(worker, tmp_path, "adaptive", "ser", "--interval-lengths", "100", "--curve-length", "100",
+                   "--intervals", "1", "--num", "10", says=["--interval-lengths 100", "bytes", "MDMT_MAX_MEMORY"])
+    assert "Maximum allowed dimension" not in line
+
+
+@pytest.mark.parametrize("argv", [["atlas", "--language", "preset:2gram", "-L", "2", "-N", "2"],
+                                  ["refute", "--claim", "KL <= 1", "--budget", "1"],
+                                  ["adaptive", "ter", "--lengths", "2", "--num", "2"],
+                                  ["language", "--kind", "ngram", "--n", "2", "--vocab", "2"]])
+def test_an_empty_out_is_refused(worker, tmp_path, argv):
+    """--out '' ran the command and wrote nothing, with exit 0."""
+    refused(worker, tmp_path, *argv, "--out", "", says="--out: expected a file or folder name, got ''")
+
+
+def test_a_full_numba_cache_names_the_folder_and_the_variable(tmp_path):
+    """numba's cache write failing with ENOSPC ('No space left on device', no path) names the cache folder and
+    NUMBA_CACHE_DIR.  The full disk is emulated where numba writes its cache files."""
+    import subprocess
+    import sys
+
+    code = ("import errno, os, sys, numba.core.caching as c\n"
+            "def full(self, name, data):\n"
+            "    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))\n"
+            "c.IndexDataCacheFile._save_data = full\n"
+            "from mdmt.cli import main\n"
+            "sys.exit(main(['exact', '--language', 'preset:2gram', '-L', '2', '-N', '2']))\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "MDMT_DEBUG": ""}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1, p.stderr
+    assert "No space left on device" in lines[0] and str(tmp_path / "cache") in lines[0]
+    assert "NUMBA_CACHE_DIR" in lines[0]
+
+
+def test_an_embedded_cluster_that_fails_to_start_is_retried_then_one_line(monkeypatch, capsys):
+    """A Dask worker killed while the embedded cluster starts raised 'RuntimeError: Nanny failed to start'.  The
+    start is tried again; one that never succeeds is one line naming the cluster and --jobs 1."""
+    import dask.distributed
+
+    from mdmt import sweep
+    from mdmt.cli import main
+
+    starts = []
+
+    def failing(**kwargs):
+        starts.append(kwargs["n_workers"])
+        raise RuntimeError("Nanny failed to start.")
+
+    monkeypatch.setattr(dask.distributed, "LocalCluster", failing)
+    with pytest.raises(OSError, match="did not start in 3 tries .Nanny failed to start.*--jobs 1"):
+        sweep.run_parts(str, [1, 2], jobs=2).results()
+    assert starts == [2, 2, 2]
+    assert main(["refute", "--claim", "KL <= 100", "--family", "ngram:n=2,V=2", "--lengths", "3", "--budget", "2",
+                 "--shards", "2", "--jobs", "2", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("mdmt refute: error: the embedded Dask cluster")
+    # a start that fails once is retried: the cluster it then gets runs the parts
+    calls = []
+
+    def once(**kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("Nanny failed to start.")
+        return "a cluster"
+
+    assert sweep.start_cluster(once, 2) == "a cluster" and len(calls) == 2

@@ -187,6 +187,15 @@ def _entropy(p: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
+def check_language(language, name: str = "language"):
+    """``language`` itself when it is an mdmt language (an HMM, an NGram, or anything with ``to_hmm()``); a
+    ``TypeError`` naming ``name`` and what was given otherwise (``None``, a string, an array)."""
+    if isinstance(language, HMM) or callable(getattr(language, "to_hmm", None)):
+        return language
+    raise TypeError(f"{name} must be an mdmt language (an HMM or an NGram, mdmt.constructions.languages), got "
+                    f"{type(language).__name__} {language!r:.60}")
+
+
 def as_hmm(language) -> HMM:
     """The HMM form of any mdmt language (an HMM, an NGram, or anything with ``to_hmm()``)."""
     if isinstance(language, HMM):

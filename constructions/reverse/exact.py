@@ -23,6 +23,7 @@ import numpy as np
 
 from mdmt.constructions.types import Denoiser, Language, RevealProbabilities
 
+from ..languages.ngram import check_language
 from .chain import chain_quantities
 from .schedules import as_pi, expected_nfe, p_distinct, reveal_rates
 from .tables import Tables, build_tables, check_exact_size, denoiser_table, support_table
@@ -183,7 +184,7 @@ def exact_output_law(language: Language, L: int, pi: RevealProbabilities, denois
     ``tables``/``table`` let callers reuse the joint table and the denoiser table.
     """
     if tables is None:
-        check_exact_size(language.n_symbols, L, language)  # names the interval HMM's closed form where it applies
+        check_exact_size(check_language(language).n_symbols, L, language)  # names the interval HMM's closed form where it applies
     tables = tables or build_tables(language, L)
     if tables.L != L:
         raise ValueError(f"tables were built for L = {tables.L}, not L = {L}")

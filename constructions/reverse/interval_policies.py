@@ -110,12 +110,38 @@ def entropy_sum_nfe(l: int, L: int, gamma: float) -> int:
     return (L // l) * (l - 1) + 1
 
 
+#: float64 tables of l x 2^(l-1) entries :func:`oracle_scores_by_free_bits` holds at once (P and its scores).
+_SCORE_TABLES = 3
+
+
+def oracle_scores_bytes(l: int) -> int:
+    """Bytes of :func:`oracle_scores_by_free_bits` at interval length l (exact: a Python integer)."""
+    return _SCORE_TABLES * 8 * l * 2 ** (min(l, 4096) - 1)  # beyond 2^4095 the size only needs to be "too large"
+
+
+def check_oracle_scores(l: int, policies=(), what: str | None = None) -> None:
+    """Refuse (the memory guard) an interval length whose oracle scores do not fit, when one of ``policies`` (SPECs;
+    empty: any) is a rule that scores tokens -- i.i.d. and fixed-order rules have closed forms and need none.
+    ``what`` names the input in the message (default: ``interval length l = L``)."""
+    from ..resources import check_memory, format_count
+    from .policies import ORDERS
+
+    l = positive_int("interval length l", l, minimum=2)
+    scored = [p for p in policies if str(p).partition(":")[0].strip() not in ("iid", *ORDERS)] if policies else ["any"]
+    if scored:
+        check_memory(f"{what or f'interval length l = {l}'}: the oracle scores of the adaptive rules over the "
+                     f"{format_count(2 ** (min(l, 4096) - 1))} tokens of the interval HMM", oracle_scores_bytes(l),
+                     "use a smaller interval length with adaptive rules (i.i.d. and fixed-order rules have closed "
+                     "forms at any l)")
+
+
 def oracle_scores_by_free_bits(l: int, score: int) -> np.ndarray:
     """The score (``policies.score_table``) of the oracle marginal of a masked position with f = 0..l-1 free bits.
 
     That marginal is uniform over 2^f of the 2^(l-1) tokens (:mod:`.interval_oracle`).
     """
     l = positive_int("interval length l", l, minimum=2)
+    check_oracle_scores(l)
     V = 2 ** (l - 1)
     P = np.zeros((l, V))
     for f in range(l):

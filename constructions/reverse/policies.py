@@ -518,9 +518,32 @@ def parse_policy(spec: str, N: int | None = None, cap: bool = False) -> Policy:
     raise ValueError(f"policy {text!r}: expected one of {FORMS}")
 
 
+def split_policies(text: str) -> list[str]:
+    """The SPECs of a comma-separated list of policies, where ``iid:p1,p2,...`` (an explicit vector of reveal
+    probabilities) keeps its commas: ``iid:0.5,0.5,confidence`` is ``["iid:0.5,0.5", "confidence"]``.  A number
+    continues the ``iid:`` SPEC of explicit probabilities before it; empty items are dropped."""
+    specs: list[str] = []
+    for item in (s.strip() for s in str(text).split(",")):
+        if not item:
+            continue
+        if specs and specs[-1].startswith("iid:") and _is_number(item) and _is_number(specs[-1][4:].split(",")[-1]):
+            specs[-1] += "," + item
+        else:
+            specs.append(item)
+    return specs
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def policy_list(text: str, N: int | None = None, cap: bool = False) -> list[Policy]:
-    """A comma-separated list of policy SPECs (explicit reveal-probability vectors are not allowed in a list)."""
-    specs = [s.strip() for s in str(text).split(",") if s.strip()]
+    """A comma-separated list of policy SPECs (:func:`split_policies`: ``iid:p1,p2,...`` keeps its commas)."""
+    specs = split_policies(text)
     if not specs:
         raise ValueError(f"expected at least one policy ({FORMS}), got {text!r}")
     return [parse_policy(s, N, cap) for s in specs]

@@ -57,6 +57,7 @@ import weakref
 import numba as nb
 import numpy as np
 
+from ..resources import check_memory
 from ..validation import positive_int
 from ..numba_cache import configure_numba_cache
 from mdmt.constructions.types import ArrayLike, RevealProbabilities
@@ -86,8 +87,15 @@ def _check_alpha(name: str, t: np.ndarray, a: np.ndarray) -> None:
         )
 
 
+#: float64 vectors of N + 1 entries a schedule's pi is computed with (the time grid, alpha on it, pi, temporaries).
+_VECTORS_PER_STEP = 8
+
+
 def _steps(N) -> int:
-    return positive_int("number of steps N", N)
+    """N checked: an integer >= 1 whose pi (and the grid it is computed on) fits the memory limit."""
+    N = positive_int("number of steps N", N)
+    check_memory(f"the reveal probabilities of N = {N} steps", 8 * _VECTORS_PER_STEP * (N + 1), "use fewer steps")
+    return N
 
 
 def _seal(pi: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..languages.ngram import as_hmm
+from ..languages.ngram import as_hmm, check_language
 from ..validation import MASK, positive_int
 
 MAX_STATES = 1 << 23  # (V+1)^L partial assignments held in memory
@@ -147,7 +147,7 @@ def log_q_on_grid(language, L: int, grid: np.ndarray) -> np.ndarray:
 def build_tables(language, L: int) -> Tables:
     """Enumerate q on V^L (exact support) and extend it to all (V+1)^L partial assignments."""
     L = positive_int("L", L)
-    V = language.n_symbols
+    V = check_language(language).n_symbols
     check_exact_size(V, L)
     grid = np.indices((V,) * L).reshape(L, -1).T.astype(np.int64)
     q = np.exp(log_q_on_grid(language, L, grid))

@@ -161,6 +161,10 @@ def load_language(spec: str, flag: str = "--language"):
         link = " (a symbolic link to a missing target)" if Path(text).is_symlink() else ""
         raise FileNotFoundError(exc.errno, f"{flag} {text}: no such file{link}") from None
     except ValueError as exc:
+        from mdmt.constructions.resources import LimitSettingError
+
+        if isinstance(exc, LimitSettingError):  # the environment's limit, named as such: not the language's fault
+            raise
         msg, text = str(exc), str(spec).strip()
         if msg.startswith("language "):  # language 'SPEC': ... (the grammar's errors)
             exc.args = (f"{flag} {msg[len('language '):]}",)

@@ -215,10 +215,11 @@ def _check_target(target: float, what: str) -> float:
 
 def _ser(args) -> int:
     from mdmt.bounds.adaptive import ser_steps_grid, ser_study
+    from mdmt.constructions.reverse.policies import split_policies
 
     ls = int_list("--interval-lengths", args.interval_lengths, minimum=2)
     Ks = int_list("--intervals", args.intervals)
-    specs = name_list("--policies", args.policies, "policy")
+    specs = tuple(split_policies(args.policies)) or name_list("--policies", args.policies, "policy")
     target = _check_target(args.target, "an SER")
     at_least("--num", args.num)
     Lc = at_least("--curve-length", args.curve_length)
@@ -240,7 +241,10 @@ def _check_ser_size(args, ls, Ks, specs, steps, target) -> None:
     The curves are charged to ``--curve-length``, the searches to ``--intervals``; both scale with ``--num``.
     """
     from mdmt.bounds.adaptive import min_steps_ser_cost, ser_curve_cost
+    from mdmt.constructions.reverse.interval_policies import check_oracle_scores
 
+    for l in ls:  # the adaptive rules score the 2^(l-1) tokens of the interval HMM: refused before any work
+        check_oracle_scores(l, specs, f"--interval-lengths {l}")
     Lc = args.curve_length
     _check_costs(f"--curve-length {Lc}: the SER curves at L = {Lc} ({len(specs)} policies, --num {args.num})",
                  (ser_curve_cost(l, Lc, specs, steps, args.num) for l in ls),
@@ -303,10 +307,11 @@ def _pivot(mins, ls, specs, Ks):
 
 def _ter(args) -> int:
     from mdmt.bounds.adaptive import ter_study
+    from mdmt.constructions.reverse.policies import split_policies
 
     spec = args.language or "preset:3gram-ter"
     lengths = int_list("--lengths", args.lengths)
-    specs = name_list("--policies", args.policies, "policy")
+    specs = tuple(split_policies(args.policies)) or name_list("--policies", args.policies, "policy")
     target = _check_target(args.target, "nats per token")
     at_least("--num", args.num)
     load_language(spec)  # a bad SPEC is named here, before any part starts

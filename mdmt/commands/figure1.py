@@ -65,8 +65,9 @@ def add_arguments(p):
 def written_by_mdmt(cfg, fmt: str = "png") -> dict:
     """The files of a figure1 folder that the folder rule checks, and how each is recognised as mdmt's.
 
-    The points (``rows/``) and checkpoints are never written over: a point present is kept, and a
-    checkpoint is resumed only if its digest checks.
+    The points (``rows/``) and checkpoints are never written over: a point present is kept if its stamp checks
+    (any other is refused, :func:`mdmt.empirical.experiments.read_point`), and a checkpoint is resumed only if
+    its digest checks.
     """
     from mdmt.constructions.outputs import csv_header_starts, figure_written_by, read_json_document
     from mdmt.empirical.experiments import needs_networks, slug

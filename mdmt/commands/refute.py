@@ -40,19 +40,33 @@ def add_arguments(p):
     add_json(p)
 
 
-def written_by_mdmt() -> dict:
-    """How each file of a refute folder is recognised as mdmt's (the folder rule of --out, docs/reliability.md)."""
+def written_by_mdmt(claim: str, family: str) -> dict:
+    """How each file of a refute folder is recognised as mdmt's for the same request (the folder rule of --out,
+    docs/reliability.md): refute.json carries mdmt's provenance and the same claim (spaces aside) and family;
+    instance.json is mdmt's refute instance for that claim, beside such a refute.json.  A search of another claim
+    or family into the same folder replaces them only with --force."""
+    from pathlib import Path
+
     from mdmt.constructions.languages.io import read_document
-    from mdmt.constructions.outputs import json_with_provenance
+    from mdmt.constructions.outputs import json_with_provenance, read_json_document
+
+    def same_claim(text) -> bool:
+        return isinstance(text, str) and "".join(text.split()) == "".join(claim.split())
+
+    def report(path) -> bool:
+        doc = read_json_document(path)
+        return (json_with_provenance(path) and isinstance(doc, dict) and same_claim(doc.get("claim"))
+                and doc.get("family") == family)
 
     def instance(path) -> bool:
         try:
             d = read_document(path)
         except (OSError, ValueError, RecursionError):
             return False
-        return isinstance(d, dict) and d.get("name") == INSTANCE_NAME
+        return (isinstance(d, dict) and d.get("name") == INSTANCE_NAME and isinstance(d.get("metadata"), dict)
+                and same_claim(d["metadata"].get("claim")) and report(Path(path).parent / "refute.json"))
 
-    return {"instance.json": instance, "refute.json": json_with_provenance}
+    return {"instance.json": instance, "refute.json": report}
 
 
 def run(args) -> int:
@@ -65,7 +79,10 @@ def run(args) -> int:
     fam = family(args.family)
     lengths = int_list("--lengths", args.lengths)
     steps = int_list("--steps", args.steps)
-    processes = name_list("--processes", args.processes, "reverse process")
+    from mdmt.constructions.reverse.policies import split_policies
+
+    # iid:0.5,0.5 is one process, not two; an empty list is refused naming the flag
+    processes = tuple(split_policies(args.processes)) or name_list("--processes", args.processes, "reverse process")
     try:
         budget = Budget.parse(args.budget)
     except ValueError as exc:
@@ -96,7 +113,7 @@ def run(args) -> int:
     from mdmt.constructions.outputs import check_output_folder
     from mdmt.provenance import record
 
-    check_output_folder(args.out, files=OUTPUTS, force=args.force, same=written_by_mdmt())
+    check_output_folder(args.out, files=OUTPUTS, force=args.force, same=written_by_mdmt(claim.text, fam.spec))
     with output_lock(args.out):
         return _run(args, claim, fam, lengths, steps, processes, budget, record())
 
