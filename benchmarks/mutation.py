@@ -83,7 +83,7 @@ INF = "constructions/reverse/information.py"
 CERT = "bounds/certify.py"
 IVS = "bounds/intervals.py"
 CONF = "constructions/confidence.py"
-SAM = "constructions/reverse/sampler.py"
+SAMK = "constructions/reverse/sampler_kernels.py"
 T_ATLAS = ("tests/test_atlas.py", "tests/test_policies.py", "tests/test_information.py")
 T_POL = ("tests/test_policies.py", "tests/test_interval_policies.py", "tests/test_atlas.py")
 T_CERT = ("tests/test_statements.py", "tests/test_intervals.py", "tests/test_verify.py")
@@ -251,7 +251,7 @@ MUTANTS = [
     Mutant("M68", CONF, "float(x.std(ddof=1)) / math.sqrt(len(x))", "float(x.std(ddof=1)) / len(x)",
            "Student-t interval with n for sqrt(n)", tests=("tests/test_reliability.py", "tests/test_information.py",
                                                            "tests/test_policies.py")),
-    Mutant("M69", SAM, "                    if seg[k, 4] == 1 and not score_mode and transform != 2:",
+    Mutant("M69", SAMK, "                    if seg[k, 4] == 1 and not score_mode and transform != 2:",
            "                    if seg[k, 4] <= 2 and not score_mode and transform != 2:",
            "segment sampler: segments with two reveals not re-checked for q(x_U) = 0",
            tests=("tests/test_sampler.py", "tests/test_ddpm_cache.py", "tests/test_inference.py")),
