@@ -87,7 +87,7 @@ SAMK = "constructions/reverse/sampler_kernels.py"
 T_ATLAS = ("tests/test_atlas.py", "tests/test_policies.py", "tests/test_information.py")
 T_POL = ("tests/test_policies.py", "tests/test_interval_policies.py", "tests/test_atlas.py")
 T_CERT = ("tests/test_statements.py", "tests/test_intervals.py", "tests/test_verify.py")
-CLM = "bounds/claims.py"
+CLA = "bounds/claim_arithmetic.py"
 QTY = "bounds/quantities.py"
 REF = "bounds/refute.py"
 FAM = "bounds/families.py"
@@ -258,7 +258,7 @@ MUTANTS = [
     Mutant("M70", POL, "    return ns, nt, c - ns\n", "    return ns, min(nt, c - ns), c - ns\n",
            "top-k ties broken by position (the leftmost tied) instead of uniformly at random", tests=T_POL),
     # --- the refutation layer (claims, claim quantities, certificates, families, shards) and verify's own checks
-    Mutant("M71", CLM, "        return args[0].log() / arb(2).log()", "        return args[0].log() / arb(2)",
+    Mutant("M71", CLA, "            return x.log() / arb(2).log()", "            return x.log() / arb(2)",
            "claims: log2 in ball arithmetic divided by 2 instead of log 2", tests=(
                "tests/test_certificate.py::test_li_and_cai_certified_where_s_max_is_not_a_power_of_two",)),
     Mutant("M72", QTY, 'tables=tables)["max"])', 'tables=tables)["mean"])',
