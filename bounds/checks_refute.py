@@ -13,7 +13,8 @@ search's families, each against a value derived by hand in the comment next to i
     by hand -- eps in its max form (Section 4.1 of Feng et al.) for a uniform mixture;
 ``certificates``
     :func:`~.certificate.certify_claim` re-checked: a true claim certified with its margin, a false one a
-    certified violation, an attained one undecided (no enclosure can certify an equality), and the certificate
+    certified violation, an attained one decided from the exact values (margin exactly 0: ``<=`` certified, ``<`` a
+    certified violation), and the certificate
     of a float language rounded by :func:`~.certificate.dyadic_rows` (to nearest) carrying the value of the
     rounded language by hand.  A certifier that decides from float64 margins, or certifies everything, fails;
 ``families``
@@ -131,11 +132,12 @@ def _certificate_rows() -> list[Row]:
     lang = _copy()
     # (claim, verdict, margin by hand) with the values of _quantity_rows: Li & Cai's constant at s_max = 3 is 3, so the
     # bound is 3/3 * 3 log 2 and the margin 3 log 2 - 2 log 2 = log 2; sum_MI / 2 - KL = -log 2 / 2; TC - KL = 0, a
-    # difference of logarithms whose ball holds 0 (undecided: attained); 3/4 - SER = 0 exactly, a rational: the
-    # non-strict claim is certified, the strict one a certified violation
+    # difference of logarithms that the certificate decides from the exact values (attained: margin exactly 0); 3/4 - SER
+    # = 0 exactly, a rational: the non-strict claims are certified, the strict ones certified violations
     for text, verdict, margin in (("KL <= (2 ** ceil(log2(s_max)) - 1) / L * sum_MI", "certified", LN2),
                                   ("KL <= sum_MI / 2", "certified violation", -LN2 / 2),
-                                  ("KL <= TC", "undecided", sp.Integer(0)),
+                                  ("KL <= TC", "certified", sp.Integer(0)),
+                                  ("KL < TC", "certified violation", sp.Integer(0)),
                                   ("SER < 3/4", "certified violation", sp.Integer(0)),
                                   ("SER <= 3/4", "certified", sp.Integer(0))):
         cert = certify_claim(parse_claim(text), lang, 3, "uniform", 1)
@@ -156,8 +158,8 @@ def _certificate_rows() -> list[Row]:
     cert = certify_claim(parse_claim("KL <= 2 * H"), dyadic_language(_copy((0.3, 0.7)), 4), 3, "uniform", 1)
     rows.append(decide("RF", "dyadic", "certificate of the rounded chain: KL = 2 H(5/16)", cert["enclosures"]["KL"],
                        to_logsum(2 * H), "=="))
-    ok = cert["verdict"] == "undecided"  # KL = 2 H exactly: attained
-    rows.append(Row("RF", "dyadic", "certify KL <= 2 * H on the rounded chain: undecided (attained)", (0.0, 0.0),
+    ok = cert["verdict"] == "certified" and tuple(cert["margin"]) == (0.0, 0.0)  # KL = 2 H exactly: attained
+    rows.append(Row("RF", "dyadic", "certify KL <= 2 * H on the rounded chain: certified, margin 0 (attained)", (0.0, 0.0),
                     (0.0, 0.0), "step", "exact" if ok else "FAILED", ok, 0.0, math.nan, f"certify_claim: {cert['verdict']}"))
     return rows
 
