@@ -258,9 +258,10 @@ def test_every_public_function_has_type_hints():
 
 MYPY_MODULES = ("mdmt.plots", "mdmt.results", "mdmt.sweep", "mdmt.lazy", "mdmt.constructions.types",
                 "mdmt.bounds.curves", "mdmt.bounds.adaptive", "mdmt.bounds.atlas", "mdmt.bounds.verify",
-                "mdmt.bounds.refute", "mdmt.constructions.languages.hmm", "mdmt.constructions.languages.ngram",
-                "mdmt.constructions.languages.io", "mdmt.constructions.languages.spec",
-                "mdmt.constructions.reverse.schedules", "mdmt.constructions.reverse.exact")
+                "mdmt.bounds.refute", "mdmt.bounds.refute_result", "mdmt.constructions.languages.hmm",
+                "mdmt.constructions.languages.ngram", "mdmt.constructions.languages.io",
+                "mdmt.constructions.languages.spec", "mdmt.constructions.reverse.schedules",
+                "mdmt.constructions.reverse.exact")
 
 
 @pytest.mark.integration
