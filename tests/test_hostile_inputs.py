@@ -875,7 +875,7 @@ PLOT_CASES = {  # case: what the one line says
 
 @pytest.mark.parametrize("case", list(PLOT_CASES))
 def test_python_m_mdmt_plots_refuses_a_hostile_result_in_one_line(plots_worker, tmp_path, case):
-    """Issue 35: 15 raw tracebacks (and a hang on a FIFO) -> one line naming the file and the problem, exit 2."""
+    """Before: 15 raw tracebacks (and a hang on a FIFO) -> one line naming the file and the problem, exit 2."""
     name = _hostile_result(tmp_path, case)
     line = plots_refused(plots_worker, tmp_path, name, says=PLOT_CASES[case])
     assert name in line
@@ -887,7 +887,7 @@ def test_python_m_mdmt_plots_in_a_read_only_folder_is_one_line(plots_worker, tmp
 
 
 def test_python_m_mdmt_plots_never_overwrites_a_figure_mdmt_did_not_write(plots_worker, tmp_path):
-    """Issue 35 (data lost): redrawing DIR/atlas.json replaced the user's own DIR/atlas.png.  Now that file is
+    """Data lost before: redrawing DIR/atlas.json replaced the user's own DIR/atlas.png.  Now that file is
     refused (nothing written) unless --force; mdmt's own figure is replaced as before."""
     shutil.copy(ATLAS_RESULT, tmp_path / "atlas.json")
     (tmp_path / "atlas.png").write_bytes(b"my own picture")
@@ -935,7 +935,7 @@ REFUTE = ["refute", "--family", "ngram:n=2,V=2", "--lengths", "3", "--steps", "2
 
 
 def test_refute_of_another_claim_into_the_same_out_needs_force(worker, tmp_path):
-    """Issue 35 (data lost): the files of a search for another claim were replaced without --force (its help
+    """Data lost before: the files of a search for another claim were replaced without --force (its help
     says it needs it).  The same claim and family is the same request: replaced, as before."""
     accepted(worker, tmp_path, *REFUTE, "--claim", "KL <= 100", "--out", "r")
     first = (tmp_path / "r" / "refute.json").read_bytes()
@@ -985,7 +985,7 @@ def _a_point() -> dict:
     ("renamed", "holds another point"),
 ])
 def test_figure1_refuses_a_stored_point_it_cannot_use_or_did_not_compute(worker, tmp_path, damage, says):
-    """Issue 35 (data lost): a stored point truncated or replaced by a folder was skipped and then dropped (exit 0);
+    """Data lost before: a stored point truncated or replaced by a folder was skipped and then dropped (exit 0);
     a hand-edited or foreign one was kept as the run's own.  Each point carries a stamp (SHA-256 of its content
     and the run's settings): anything else is refused before any work, naming the file."""
     from mdmt.empirical.experiments import POINT_STAMP, point_stamp
@@ -1061,7 +1061,7 @@ def _library_cases():
 
 @pytest.mark.parametrize("case", list(_library_cases()))
 def test_library_arguments_are_refused_naming_the_argument(case):
-    """Issue 35 (library arguments): AttributeError, a 74.5 GiB MemoryError, a truncated seed, a default grid for
+    """Library arguments before: AttributeError, a 74.5 GiB MemoryError, a truncated seed, a default grid for
     steps=[], a NaN target or tolerance accepted, atol=-1 blamed on startprob -> one exception naming the argument."""
     call, kind, says = _library_cases()[case]
     with pytest.raises(kind) as exc:
