@@ -42,8 +42,6 @@ machines (the oracle curves on a CPU, the trained models on a GPU) merge by copy
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import time
@@ -54,12 +52,24 @@ from typing import Callable
 import numpy as np
 
 from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
-from mdmt.constructions.outputs import write_csv, write_text
-from mdmt.constructions.validation import positive_int, regular_file, seed_of
-from mdmt.defaults import SER_TARGET, TER_TARGET, target_metric  # Figure 1's targets, defined once
+from mdmt.constructions.outputs import write_csv
+from mdmt.constructions.validation import positive_int, seed_of
 from mdmt.results import Result
 
 from .data import check_length
+
+# The stored points (figure1_points.py), the cost model of the parts (figure1_cost.py) and the smallest N reaching
+# the targets with the Markdown tables (figure1_targets.py), importable from here as they always were.
+from .figure1_cost import (NETWORK_POINT_SECONDS as NETWORK_POINT_SECONDS, ORACLE_L as ORACLE_L,
+                           ORACLE_N as ORACLE_N, ORACLE_SECONDS as ORACLE_SECONDS, ORACLE_TER as ORACLE_TER,
+                           ORACLE_W as ORACLE_W, TRAIN_SECONDS as TRAIN_SECONDS, part_seconds as part_seconds,
+                           recursion_work as recursion_work)
+from .figure1_points import (POINT_STAMP as POINT_STAMP, _RECOMPUTE as _RECOMPUTE, _plain as _plain,
+                             _read_json as _read_json, _write_json as _write_json, point_stamp as point_stamp,
+                             read_point as read_point, row_path as row_path, slug as slug)
+from .figure1_targets import (_bisect_steps as _bisect_steps, _f as _f, exact_smallest_steps as exact_smallest_steps,
+                              markdown_tables as markdown_tables, smallest_steps as smallest_steps,
+                              steps_to_target as steps_to_target)
 
 KINDS = ("oracle", "mdm", "ar")
 DEFAULT_STEPS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -79,11 +89,6 @@ RESULT_FIELDS = ("model", "length", "train_steps", "batch", "lr", "estimator", "
 def needs_networks(kinds) -> bool:
     """Whether curve ``kinds`` include trained networks (``mdm``, ``ar``): those need torch and a device."""
     return any(k in ("mdm", "ar") for k in kinds)
-
-
-def slug(spec: str) -> str:
-    """A file-name-safe form of a language SPEC (``preset:2gram-ter:0`` -> ``preset_2gram-ter_0``)."""
-    return "".join(c if c.isalnum() or c in "-." else "_" for c in spec)
 
 
 @dataclass(frozen=True)
@@ -190,76 +195,6 @@ def model_config(cfg: Figure1Config, language: str, vocab_size: int, causal: boo
     if cfg.model == "paper" and language.startswith("preset:4gram"):
         mc = mc.with_(n_layers=10)
     return mc
-
-
-def _plain(obj):
-    """NumPy scalars and arrays to Python objects (infinities stay: an off-support sample has perplexity inf)."""
-    if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _plain(obj.tolist())
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
-
-
-def _write_json(path: Path, obj) -> None:
-    """Atomic write; JSON with Python's Infinity/NaN literals (read back by ``json.loads``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, json.dumps(_plain(obj), indent=1) + "\n")
-
-
-def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
-def row_path(out: Path, language: str, kind: str, L: int, N: int) -> Path:
-    return out / "rows" / f"{slug(language)}__{kind}__L{L}__N{N}.json"
-
-
-#: The key of a stored point that stamps it as mdmt's: the SHA-256 of the point and of the run's result settings.
-POINT_STAMP = "mdmt_stamp"
-_RECOMPUTE = "remove it to have the point computed again, or use another --out folder"
-
-
-def point_stamp(row: dict, settings: dict) -> str:
-    """The stamp of a point computed under ``settings`` (:meth:`Figure1Config.result_settings`): a point edited by
-    hand, damaged, or computed with other settings does not carry the stamp of its content."""
-    text = json.dumps({"point": _plain(row), "settings": _plain(settings)}, sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def read_point(path: Path, settings: dict) -> dict:
-    """The point stored at ``path`` by a run with ``settings``, checked: a regular file (a folder, FIFO or device is
-    never opened) holding complete JSON whose stamp matches its content, and whose language, kind, L and N are
-    those of its name.  Anything else -- truncated, replaced, edited by hand, another run's -- is a ``ValueError``
-    naming the file, so a resumed run never skips a point it cannot use nor takes a point it did not compute."""
-    try:
-        regular_file(path, f"the stored point {path}", "a point file")
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, RecursionError) as exc:
-        raise ValueError(f"cannot read the stored point {path} ({exc}); {_RECOMPUTE}") from None
-    except ValueError as exc:
-        if str(exc).startswith("the stored point"):
-            raise ValueError(f"{exc}; {_RECOMPUTE}") from None
-        raise ValueError(f"the stored point {path} is truncated or damaged (not JSON: {exc}); {_RECOMPUTE}") from None
-    stamp = doc.get(POINT_STAMP) if isinstance(doc, dict) else None
-    row = {k: v for k, v in doc.items() if k != POINT_STAMP} if isinstance(doc, dict) else None
-    if row is None or stamp != point_stamp(row, settings):
-        raise ValueError(f"the stored point {path} was not written by mdmt for this run (edited by hand, or "
-                         f"computed with other settings: its {POINT_STAMP} does not match its content); {_RECOMPUTE}")
-    try:
-        own = row_path(path.parent.parent, row["language"], row["kind"], row["L"], row["N"]).name
-    except (KeyError, TypeError):
-        own = None
-    if own != path.name:
-        raise ValueError(f"the stored point {path} holds another point ({own}); {_RECOMPUTE}")
-    return row
 
 
 @dataclass
@@ -582,46 +517,6 @@ def _part_label(part) -> str:
     return f"{name}: {'oracle at L = ' + str(lengths[0]) if lengths else 'networks'}"
 
 
-#: The cost model of a part, in seconds of one worker (one thread) on the 2-core AMD EPYC machine.  An oracle
-#: point costs ORACLE_SECONDS * (num / 512) * L^ORACLE_L * min(N, L)^ORACLE_N * W^ORACLE_W, times ORACLE_TER on a
-#: TER language (its assignment-KL estimate), W the positive entries of the tables the exact recursion reads (an
-#: n-gram's conditional table, an HMM's transition and emission tables): the exponents from a least-squares fit of
-#: log seconds to the 240 oracle points of a committed Figure 1 run.  Training a network costs TRAIN_SECONDS per
-#: sequence-token of its batches, and its points NETWORK_POINT_SECONDS per sequence, token and network call.  The
-#: three constants are scaled so that the model's totals of oracle and network parts equal the measured part times
-#: of the committed run in docs/results/figure1_tiny (run.log); ``python benchmarks/sweep.py`` repeats the
-#: comparison part by part, and tests/test_sweep.py checks the ranking (Spearman >= 0.8) and both totals.
-ORACLE_SECONDS = 1.25e-6
-ORACLE_L, ORACLE_N, ORACLE_W, ORACLE_TER = 0.95, 0.24, 1.2, 1.28
-TRAIN_SECONDS = 3.9e-5
-NETWORK_POINT_SECONDS = 1.65e-5
-
-
-def recursion_work(language) -> int:
-    """W of the cost model: the positive entries of the tables the exact recursion reads."""
-    if hasattr(language, "transmat_"):
-        return int((np.asarray(language.transmat_) > 0).sum() + (np.asarray(language.emissionprob_) > 0).sum())
-    return int((np.asarray(language.transition_) > 0).sum())
-
-
-def part_seconds(cfg: Figure1Config, part, work: int | None = None) -> float:
-    """The expected seconds of one part of a Figure 1 run (the cost model above), for ordering and the ETA."""
-    _, name, role, kinds, lengths = part
-    seconds = 0.0
-    if lengths:  # an oracle part: its points at one length
-        W = recursion_work(language_from_spec(name)) if work is None else work
-        for L in lengths:
-            per = (ORACLE_SECONDS * (cfg.num / 512) * L ** ORACLE_L * W ** ORACLE_W
-                   * (ORACLE_TER if role == "ter" else 1.0))
-            seconds += sum(per * min(N, L) ** ORACLE_N for N in cfg.steps)
-    else:  # the networks of a language, their learning error and their points
-        nets = [k for k in kinds if k in ("mdm", "ar")]
-        seconds += TRAIN_SECONDS * len(nets) * cfg.train_steps * cfg.batch * cfg.length
-        if "mdm" in nets:
-            seconds += NETWORK_POINT_SECONDS * cfg.num * cfg.length * sum(min(N, cfg.length) for N in cfg.steps)
-    return seconds
-
-
 def _part_job(args) -> None:
     """Worker of :meth:`Figure1._run_in_parallel`: one part of the run, written to ``out`` (resumable)."""
     from . import set_threads
@@ -630,166 +525,3 @@ def _part_job(args) -> None:
     set_threads(1, torch=needs_networks(kinds))  # an oracle part needs no torch
     fig = Figure1(Figure1Config(**cfg), out, device=device, progress=False, log=lambda *_: None)
     fig._language_part(index, name, role, kinds, lengths or None)
-
-
-# ---------------------------------------------------------------------- smallest N reaching a target
-
-def smallest_steps(points: list[tuple[int, float]], target: float) -> int | None:
-    """The smallest N of a sweep from which on every value is <= target (None if the last one is above)."""
-    best = None
-    for N, v in sorted(points, reverse=True):
-        if not (math.isfinite(v) and v <= target):
-            break
-        best = N
-    return best
-
-
-def _bisect_steps(ok, hi: int = 1 << 22) -> int | None:
-    """The smallest N in 1..hi with ok(N), for a predicate monotone in N (None if ok(hi) fails).
-
-    Doubling first, so the cost is that of evaluating near the answer, not near ``hi``.
-    """
-    top = 1
-    while not ok(top):
-        if top >= hi:
-            return None
-        top = min(2 * top, hi)
-    lo = top // 2 + 1 if top > 1 else 1
-    while lo < top:
-        mid = (lo + top) // 2
-        if ok(mid):
-            top = mid
-        else:
-            lo = mid + 1
-    return top
-
-
-def exact_smallest_steps(language: str, role: str, L: int, schedule: str) -> tuple[int | None, str | None]:
-    """(N, what) where a closed form gives the smallest N reaching the target exactly at length L.
-
-    Interval HMM (SER): the exact oracle SER 1 - rho^(L/l).  n-gram (TER): the Theorem 4.2 chain
-    bound on KL(q || p_N)/L at learning error 0 -- exact, but a bound (a sufficient N).
-    """
-    from mdmt.constructions.reverse.schedules import reveal_probabilities
-
-    pi = lambda N: reveal_probabilities(schedule, N)  # noqa: E731
-    l = interval_length_of(language)
-    if role == "ser" and l is not None:
-        from mdmt.constructions.reverse.interval_closed_forms import oracle_ser
-
-        return _bisect_steps(lambda N: oracle_ser(l, L, pi(N)) <= SER_TARGET), "exact oracle SER"
-    lang = language_from_spec(language)
-    if role == "ter" and getattr(lang, "kind", None) == "ngram":
-        from mdmt.bounds.dependencies import chain_bound
-
-        return (_bisect_steps(lambda N: chain_bound(lang.n, L, pi(N), lang.n_symbols, 0.0) <= TER_TARGET, hi=1 << 16),
-                "Theorem 4.2 chain bound")
-    return None, None
-
-
-def steps_to_target(rows: list[dict], schedule: str) -> list[dict]:
-    """Per (language, kind, L): the smallest N of the sweep reaching the target, and the exact one where it exists."""
-    out = []
-    keys = sorted({(r["language"], r["role"], r["kind"], r["L"]) for r in rows if r["kind"] != "ar"},
-                  key=lambda k: (k[1] != "ter", k[0], k[2], k[3]))
-    for language, role, kind, L in keys:
-        key, target = target_metric(role)
-        pts = [(r["N"], r[key]) for r in rows if (r["language"], r["kind"], r["L"]) == (language, kind, L)]
-        rec = {"language": language, "role": role, "kind": kind, "L": L, "metric": key, "target": target,
-               "smallest_N": smallest_steps(pts, target), "largest_N_swept": max(N for N, _ in pts)}
-        if kind == "oracle":
-            rec["exact_N"], rec["exact_what"] = exact_smallest_steps(language, role, L, schedule)
-        out.append(rec)
-    return out
-
-
-# ---------------------------------------------------------------------- tables
-
-def _f(v, digits=4):
-    return "" if v is None else ("∞" if isinstance(v, float) and math.isinf(v) else f"{v:.{digits}f}")
-
-
-def markdown_tables(result: dict) -> str:
-    """The run as Markdown (for docs/results): oracle curves by length, trained models, steps to target."""
-    rows, lines = result["rows"], []
-    langs = list(dict.fromkeys(r["language"] for r in rows))
-    for name in langs:
-        rs = [r for r in rows if r["language"] == name]
-        role = rs[0]["role"]
-        key = "ter_gap" if role == "ter" else "ser"
-        Ls = sorted({r["L"] for r in rs if r["kind"] == "oracle"})
-        Ns = sorted({r["N"] for r in rs if r["kind"] != "ar"})
-        lines.append(f"#### {name}: oracle MDM, {'TER gap ln(gen. perplexity) − H/L (nats/token)' if role == 'ter' else 'SER'}"
-                     + (" — Monte Carlo (exact)" if any(r.get("ser_exact_oracle") is not None for r in rs) else ""))
-        lines.append("")
-        lines.append("| N | " + " | ".join(f"L = {L}" for L in Ls) + " |")
-        lines.append("| ---: |" + " ---: |" * len(Ls))
-        by = {(r["L"], r["N"]): r for r in rs if r["kind"] == "oracle"}
-        for N in Ns:
-            cells = []
-            for L in Ls:
-                r = by.get((L, N))
-                if r is None:
-                    cells.append("")
-                    continue
-                c = _f(r[key])
-                if r.get("ser_exact_oracle") is not None:
-                    c += f" ({r['ser_exact_oracle']:.4f})"
-                cells.append(c)
-            lines.append(f"| {N} | " + " | ".join(cells) + " |")
-        lines.append("")
-    lines += ["#### Trained networks (training length L)", "",
-              "The last column evaluates the theorems at the *measured* learning error: the (C4) chain bound on "
-              "KL(q‖p_N)/L at the mean ε (KL(q‖p_N) is not the generative TER gap of the row, which scores the "
-              "samples under q), and the Theorem 4.4 lower bound at the largest per-token KL seen. The theorems "
-              "assume ε for every x_U; ε is estimated over random masks, so these are estimates, not guarantees.",
-              "",
-              "| language | kind | N | NFE | TER gap (95% CI) | gen. perplexity | true perplexity | SER (95% CI) | "
-              "theorems at measured ε |",
-              "| --- | --- | ---: | ---: | --- | ---: | ---: | --- | --- |"]
-    for r in rows:
-        if r["kind"] == "oracle":
-            continue
-        b = []
-        if r["kl_bound_per_token"] is not None:
-            b.append(f"chain KL/L: {r['kl_bound_per_token']:.4f}")
-        if r.get("ser_lower_bound") is not None:
-            b.append(f"Thm 4.4 SER: {r['ser_lower_bound']:.4f}")
-        lines.append(f"| {r['language']} | {r['kind']} | {r['N']} | {r['nfe_mean']:.1f} | {_f(r['ter_gap'])} "
-                     f"({_f(r['ter_gap_lo'])}–{_f(r['ter_gap_hi'])}) | {_f(r['gen_perplexity'], 3)} | "
-                     f"{r['true_perplexity']:.3f} | {r['ser']:.4f} ({r['ser_lo']:.4f}–{r['ser_hi']:.4f}) | {'; '.join(b)} |")
-    lines += ["", "| language | H/L | MDM val gap (95% CI) | MDM train CPU s | ε_learning mean (95% CI) | q99 | max | "
-              "AR val gap (95% CI) | AR train CPU s |", "| --- | ---: | --- | ---: | --- | ---: | ---: | --- | ---: |"]
-    for name, s in result["summaries"].items():
-        le, tm, ta = s.get("learning_error"), s.get("train_mdm"), s.get("train_ar")
-
-        def gap(t):
-            return "" if not t else f"{t['val_gap']:+.4f} ({t['val_gap_ci'][0]:+.4f}–{t['val_gap_ci'][1]:+.4f})"
-
-        lines.append(f"| {name} | {s['entropy_rate']:.4f} | {gap(tm)} | {_f(tm and tm.get('cpu_seconds'), 0)} | "
-                     + (f"{le['mean']:.4f} ({le['ci'][0]:.4f}–{le['ci'][1]:.4f}) | {le['q99']:.4f} | {le['max']:.4f}"
-                        if le else " | | ")
-                     + f" | {gap(ta)} | {_f(ta and ta.get('cpu_seconds'), 0)} |")
-    lines += ["", "#### Smallest N reaching the target (oracle MDM)", "",
-              "| language | metric ≤ target | " + " | ".join(f"L = {L}" for L in sorted({t['L'] for t in result['targets']
-                                                                                      if t['kind'] == 'oracle'})) + " |"]
-    Ls = sorted({t["L"] for t in result["targets"] if t["kind"] == "oracle"})
-    lines.append("| --- | --- |" + " ---: |" * len(Ls))
-    for name in langs:
-        recs = {t["L"]: t for t in result["targets"] if t["language"] == name and t["kind"] == "oracle"}
-        if not recs:
-            continue
-        t0 = next(iter(recs.values()))
-        cells = []
-        for L in Ls:
-            t = recs.get(L)
-            if t is None:
-                cells.append("")
-                continue
-            c = str(t["smallest_N"]) if t["smallest_N"] is not None else f"> {t['largest_N_swept']}"
-            if t.get("exact_N") is not None:
-                c += f" ({t['exact_N']})"
-            cells.append(c)
-        what = f"{t0['metric']} ≤ {t0['target']:g}" + (f"; in parentheses: {t0['exact_what']}" if t0.get("exact_what") else "")
-        lines.append(f"| {name} | {what} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"

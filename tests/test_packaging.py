@@ -256,12 +256,12 @@ def test_every_public_function_has_type_hints():
     assert not missing, f"unannotated: {', '.join(missing)}"
 
 
-MYPY_MODULES = ("mdmt.plots", "mdmt.results", "mdmt.sweep", "mdmt.lazy", "mdmt.constructions.types",
-                "mdmt.bounds.curves", "mdmt.bounds.adaptive", "mdmt.bounds.atlas", "mdmt.bounds.verify",
-                "mdmt.bounds.refute", "mdmt.bounds.refute_result", "mdmt.constructions.languages.hmm",
-                "mdmt.constructions.languages.ngram", "mdmt.constructions.languages.io",
-                "mdmt.constructions.languages.spec", "mdmt.constructions.reverse.schedules",
-                "mdmt.constructions.reverse.exact")
+MYPY_MODULES = ("mdmt.plots", "mdmt.plot_style", "mdmt.figure1_plots", "mdmt.figure", "mdmt.results", "mdmt.sweep",
+                "mdmt.lazy", "mdmt.constructions.types", "mdmt.bounds.curves", "mdmt.bounds.adaptive",
+                "mdmt.bounds.atlas", "mdmt.bounds.verify", "mdmt.bounds.refute", "mdmt.bounds.refute_result",
+                "mdmt.constructions.languages.hmm", "mdmt.constructions.languages.ngram",
+                "mdmt.constructions.languages.io", "mdmt.constructions.languages.spec",
+                "mdmt.constructions.reverse.schedules", "mdmt.constructions.reverse.exact")
 
 
 @pytest.mark.integration
