@@ -37,6 +37,9 @@ import numpy as np
 from mdmt.constructions.validation import positive_int
 
 FAMILY_KEYS = {"ngram": ("n", "V"), "hmm": ("S", "V")}
+SHRINK_ENTRIES = 64  # Hypothesis shrinks the codes of a family with at most this many table entries; its shrinker's
+# work grows faster than linearly in the booleans drawn (four per entry), so a larger family's violation is shrunk by
+# the search's own moves alone (refute._Search.shrink)
 WEIGHT_LEVELS = 12  # codes 0..12: zero, or weights 1, 2, 4, ..., 2^11
 PERTURB_LEVELS = 6  # a perturbation scales an entry by 2^(k/2), |k| <= 6, or drops it (k = -7)
 TEMPERATURES = (0.3, 0.5, 1.0, 2.0, 4.0)  # Algorithm 1/2 draws: low temperatures give peaked rows
@@ -129,12 +132,10 @@ class Family:
         from hypothesis import strategies as st
 
         if self.base is not None:  # k in -PERTURB_LEVELS-1..PERTURB_LEVELS as a sign and a size, 0 for no bits
-            entry = st.tuples(st.booleans(), below(PERTURB_LEVELS + 2)).map(
-                lambda sk: -sk[1] if sk[0] else min(sk[1], PERTURB_LEVELS))
-            return st.tuples(*[entry] * self.entries)
-        free = st.tuples(*[below(WEIGHT_LEVELS + 1)] * self.entries)
+            return _bits(self.entries, _Signed(PERTURB_LEVELS + 2, PERTURB_LEVELS))
+        free = _bits(self.entries, _Scaled(WEIGHT_LEVELS + 1))
         drawn = st.builds(self.drawn_codes, choice(TEMPERATURES), choice(THRESHOLDS), below(2 ** 31))
-        return st.booleans().flatmap(lambda use_free: free if use_free else drawn)
+        return st.booleans().flatmap(_Either(free, drawn))
 
     def drawn_codes(self, temperature: float, threshold: float, seed: int) -> tuple:
         """The codes nearest a language of Algorithm 1 (n-grams) or 2 (HMMs): each positive entry p of a row as
@@ -162,10 +163,79 @@ def below(n: int):
     from hypothesis import strategies as st
 
     n = positive_int("number of values", n)
-    k = (n - 1).bit_length()
-    if k == 0:
+    code = _Scaled(n)
+    if code.k == 0:
         return st.just(0)
-    return st.tuples(*[st.booleans()] * k).map(lambda bits: (int("".join("01"[b] for b in bits), 2) * n) >> k)
+    return st.tuples(*[st.booleans()] * code.k).map(code)
+
+
+def _bits(count: int, code):
+    """``count`` codes, each read by ``code`` from its ``code.k`` booleans.  For a family that Hypothesis shrinks
+    (at most ``SHRINK_ENTRIES`` of :mod:`.refute`), one tuple of booleans per code; for a larger one, one flat list
+    of booleans mapped once, which Hypothesis draws and describes at a cost linear in its length (a tuple per
+    code costs a description of each code by its call when an example is reported)."""
+    from hypothesis import strategies as st
+
+    if count <= SHRINK_ENTRIES:
+        return st.tuples(*[st.tuples(*[st.booleans()] * code.k).map(code)] * count)
+    size = count * code.k
+    return st.lists(st.booleans(), min_size=size, max_size=size).map(_Codes(count, code))
+
+
+class _Codes:
+    """A flat list of booleans read as ``count`` codes of ``code.k`` bits each (:func:`_bits`)."""
+
+    def __init__(self, count: int, code):
+        self.count, self.code = count, code
+
+    def __call__(self, bits) -> tuple:
+        k = self.code.k
+        return tuple(self.code(bits[i * k:(i + 1) * k]) for i in range(self.count))
+
+    def __repr__(self) -> str:
+        return f"codes({self.count}, {self.code!r})"
+
+
+class _Scaled:
+    """k = bit length of n - 1 bits, read as an integer b and scaled to floor(b n / 2^k): 0..n-1, shrinking to 0."""
+
+    def __init__(self, n: int):
+        self.n, self.k = n, (n - 1).bit_length()
+
+    def __call__(self, bits) -> int:
+        return (int("".join("01"[b] for b in bits), 2) * self.n) >> self.k
+
+    def __repr__(self) -> str:
+        return f"scaled({self.n})"
+
+
+class _Signed:
+    """A sign bit and a size in 0..n-1 (:class:`_Scaled`): -size, or +size capped at ``cap`` (the perturbation
+    codes of :meth:`Family.codes`; all zeros is 0, no perturbation)."""
+
+    def __init__(self, n: int, cap: int):
+        self.size, self.cap = _Scaled(n), cap
+        self.k = 1 + self.size.k
+
+    def __call__(self, bits) -> int:
+        size = self.size(bits[1:])
+        return -size if bits[0] else min(size, self.cap)
+
+    def __repr__(self) -> str:
+        return f"signed({self.size.n}, {self.cap})"
+
+
+class _Either:
+    """The free codes or the drawn ones, by a drawn boolean (:meth:`Family.codes`)."""
+
+    def __init__(self, free, drawn):
+        self.free, self.drawn = free, drawn
+
+    def __call__(self, use_free: bool):
+        return self.free if use_free else self.drawn
+
+    def __repr__(self) -> str:
+        return "free_or_drawn"
 
 
 def choice(values):

@@ -5,7 +5,8 @@ L; a number of steps N; a reverse process), each instance's margin computed with
 evaluators (:func:`~.quantities.instance_quantities`):
 
 1. **explore**: Hypothesis draws instances as integer codes and is steered toward small relative
-   margins by :func:`hypothesis.target`.  On a violation it shrinks: the instance reported is the
+   margins by :func:`hypothesis.target`.  On a violation it shrinks (families of at most
+   :data:`~.families.SHRINK_ENTRIES` table entries; larger ones by the moves below): the instance reported is the
    smallest one found that still violates (:func:`~.families.instance_size`: shortest, fewest
    steps, sparsest tables);
 2. **refine** (no violation yet): the tightest instance is moved by structural moves toward
@@ -44,7 +45,7 @@ from mdmt.constructions.resources import ResourceError
 from mdmt.constructions.validation import positive_int
 
 from .claims import Claim, ClaimError, parse_claim
-from .families import Family, parse_family  # noqa: F401  (parse_family: public here)
+from .families import SHRINK_ENTRIES, Family, parse_family  # noqa: F401  (parse_family: public here)
 from .families import family as family_of
 from .families import instance_size as instance_size  # noqa: F401  (importable from here, as before)
 # the result types and the certificate live in .refute_result; re-exported here on purpose (importable as before)
@@ -216,7 +217,8 @@ class _Search:
 
         @settings(max_examples=max(1, math.ceil(limit)), database=None, deadline=None, print_blob=False,
                   derandomize=False, suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
-                  verbosity=Verbosity.quiet, phases=(Phase.generate, Phase.target, Phase.shrink))
+                  verbosity=Verbosity.quiet,
+                  phases=(Phase.generate, Phase.target) + ((Phase.shrink,) if fam.entries <= SHRINK_ENTRIES else ()))
         @hypothesis_seed(seed)
         @given(instances)
         def probe(instance):

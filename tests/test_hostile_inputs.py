@@ -903,7 +903,7 @@ def test_python_m_mdmt_plots_never_overwrites_a_figure_mdmt_did_not_write(plots_
 MALFORMED_RESULTS = [  # (figure function, result, what the ValueError names)
     ("curve_ter_figure", {}, "'rows'"),
     ("curve_ter_figure", {"rows": [{"L": 4, "N": 2, "chain_bound": 0.1}]}, "'target'"),
-    ("curve_ser_figure", {"rows": [{"C": 1.0}]}, "'theorem43_upper'"),
+    ("curve_ser_figure", {"critical_c": {"10": 0.5}, "rows": [{"L": 10, "C": 1.0}]}, "'theorem43_upper'"),
     ("atlas_figure", {"rows": []}, "'instance'"),
     ("atlas_figure", [{"instance": {}, "rows": [{"process": "iid"}]}], "'length'"),
     ("adaptive_ser_figure", {"curves": []}, "'min_steps'"),
@@ -931,21 +931,21 @@ def test_the_figure_functions_refuse_what_is_not_a_result(result):
             draw(result)
 
 
-REFUTE = ["refute", "--family", "ngram:n=2,V=2", "--lengths", "3", "--steps", "2", "--budget", "2", "--no-progress"]
+REFUTE_OUT = ["refute", "--family", "ngram:n=2,V=2", "--lengths", "3", "--steps", "2", "--budget", "2", "--no-progress"]
 
 
 def test_refute_of_another_claim_into_the_same_out_needs_force(worker, tmp_path):
     """Data lost before: the files of a search for another claim were replaced without --force (its help
     says it needs it).  The same claim and family is the same request: replaced, as before."""
-    accepted(worker, tmp_path, *REFUTE, "--claim", "KL <= 100", "--out", "r")
+    accepted(worker, tmp_path, *REFUTE_OUT, "--claim", "KL <= 100", "--out", "r")
     first = (tmp_path / "r" / "refute.json").read_bytes()
-    refused(worker, tmp_path, *REFUTE, "--claim", "KL <= 200", "--out", "r",
+    refused(worker, tmp_path, *REFUTE_OUT, "--claim", "KL <= 200", "--out", "r",
             says=["--out r/", ".json already exists", "was not written by mdmt", "--force"])
-    refused(worker, tmp_path, *REFUTE[:2], "ngram:n=3,V=2", *REFUTE[3:], "--claim", "KL <= 100", "--out", "r",
+    refused(worker, tmp_path, *REFUTE_OUT[:2], "ngram:n=3,V=2", *REFUTE_OUT[3:], "--claim", "KL <= 100", "--out", "r",
             says=["--force"])
     assert (tmp_path / "r" / "refute.json").read_bytes() == first
-    accepted(worker, tmp_path, *REFUTE, "--claim", "KL  <=  100", "--out", "r")  # the same claim, spaces aside
-    accepted(worker, tmp_path, *REFUTE, "--claim", "KL <= 200", "--out", "r", "--force")
+    accepted(worker, tmp_path, *REFUTE_OUT, "--claim", "KL  <=  100", "--out", "r")  # the same claim, spaces aside
+    accepted(worker, tmp_path, *REFUTE_OUT, "--claim", "KL <= 200", "--out", "r", "--force")
     assert json.loads((tmp_path / "r" / "refute.json").read_text())["claim"] == "KL <= 200"
 
 
@@ -1091,9 +1091,9 @@ def test_an_explicit_reveal_vector_in_processes_is_one_process(worker, tmp_path)
 
     assert split_policies("iid:0.5,0.5,confidence, iid:0.25,0.75") == ["iid:0.5,0.5", "confidence", "iid:0.25,0.75"]
     assert split_policies("iid,0.5") == ["iid", "0.5"]  # a number after a named schedule is not a probability
-    res = accepted(worker, tmp_path, *REFUTE, "--claim", "KL <= 100", "--processes", "iid:0.5,0.5", "--json")
+    res = accepted(worker, tmp_path, *REFUTE_OUT, "--claim", "KL <= 100", "--processes", "iid:0.5,0.5", "--json")
     assert json.loads(res["out"])["search"]["processes"] == ["iid:0.5,0.5"]
-    refused(worker, tmp_path, *REFUTE[:6], "3", *REFUTE[7:], "--claim", "KL <= 100", "--processes", "iid:0.5,0.5",
+    refused(worker, tmp_path, *REFUTE_OUT[:6], "3", *REFUTE_OUT[7:], "--claim", "KL <= 100", "--processes", "iid:0.5,0.5",
             says=["--processes iid:0.5,0.5", "N = 3"])
 
 
