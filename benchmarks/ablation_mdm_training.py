@@ -36,10 +36,10 @@ import torch
 
 from mdmt.constructions.languages.spec import language_from_spec
 from mdmt.constructions.reverse.learning import learning_error
-from mdmt.constructions.validation import MASK
+from mdmt.runtime.validation import MASK
 from mdmt.empirical.model import (ModelConfig, Transformer, ar_loss, count_noise, diffusion_noise, harmonic_noise,
                                   mdm_input, mdm_loss, mdm_loss_count, mdm_loss_harmonic, subs_log_probs)
-from mdmt.provenance import record
+from mdmt.runtime.provenance import record
 from mdmt.empirical.sampling import MDMDenoiser
 from mdmt.empirical import set_threads
 from mdmt.empirical.train import TrainConfig, batch_at, load_run, lr_factor, train

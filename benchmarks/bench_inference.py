@@ -77,7 +77,7 @@ def main():
 
     import hmmlearn
 
-    from mdmt.provenance import describe, record
+    from mdmt.runtime.provenance import describe, record
 
     print(describe(record()).replace("Command: `", "Command: `python "), "\n")  # the command, commit and machine
     q = preset("hmm", seed=0)
@@ -167,7 +167,7 @@ def main():
 def ngram_comparison(args) -> list[dict]:
     """n-gram tables (ngram_inference) against the equivalent HMM (inference on to_hmm()), same sequences."""
     from mdmt.constructions.languages import PRESETS, random_ngram
-    from mdmt.constructions.validation import MASK
+    from mdmt.runtime.validation import MASK
 
     L = args.ngram_length
     print(f"\nn-grams: tables (NGram, ngram_inference) against the equivalent HMM (to_hmm()), L = {L}, "

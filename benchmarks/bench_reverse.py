@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from mdmt.bounds.dependencies import expected_dependencies
+from mdmt.bounds.theorems.dependencies import expected_dependencies
 from mdmt.constructions.languages import preset, random_ngram
 from mdmt.constructions.reverse.chain import assignment_quantities
 from mdmt.constructions.reverse.exact import exact_output_law

@@ -2,12 +2,12 @@
 
 A catalogue of semantic mutants -- the kind of mistake a derivation or an implementation can hide: a
 wrong constant, an off-by-one, a dropped factor, a loosened or tightened bound, a wrong sign -- over the
-bound formulas (bounds/statements.py), the dependency counts (bounds/dependencies.py), the schedules
+bound formulas (bounds/theorems/statements.py), the dependency counts (bounds/theorems/dependencies.py), the schedules
 (constructions/reverse/schedules.py), the exact law (exact.py, tables.py), the proof-chain quantities
 (chain.py), the interval closed forms and the curves (M01-M49); and over the layer beyond the paper
-(M50-M70): the atlas's bounds and closed forms (bounds/atlas.py), the reveal policies and their exact
+(M50-M70): the atlas's bounds and closed forms (bounds/studies/atlas.py), the reveal policies and their exact
 chain (policies.py, policy_exact.py), the information quantities, Theorem 4.4 at eps > 0,
-certification (bounds/certify.py), interval arithmetic (bounds/intervals.py), the Student-t
+certification (bounds/theorems/certify.py), interval arithmetic (bounds/theorems/intervals.py), the Student-t
 intervals of the estimators and the segment sampler; and over the refutation layer and verify's own checks
 (M71-M80): claims in ball arithmetic, the claim quantities, certificates' rounding, the search's families
 and shards, the certifier's monotonicity closure, the n-gram posterior, and verify's interval and
@@ -23,7 +23,7 @@ and the file is restored.  Mutants that cannot change any result (equivalent mut
 the catalogue with the reason, and count in neither score.
 
 numba's compiled kernels are cached in a temporary folder (``NUMBA_CACHE_DIR``) removed at the end.  mdmt
-keys that cache on a hash of its whole source (constructions/numba_cache.py), so each mutant -- also one
+keys that cache on a hash of its whole source (mdmt/runtime/numba_cache.py), so each mutant -- also one
 of a function that kernels in other files call -- is compiled fresh, never meets the machine code of the
 unmutated source, and leaves nothing in the user's cache.
 
@@ -67,32 +67,32 @@ class Mutant:
     tests: tuple = ()  # the test files to run first (default: FIRST_TESTS)
 
 
-S = "bounds/statements.py"
-DEP = "bounds/dependencies.py"
+S = "bounds/theorems/statements.py"
+DEP = "bounds/theorems/dependencies.py"
 SCH = "constructions/reverse/schedules.py"
 EX = "constructions/reverse/exact.py"
 CH = "constructions/reverse/chain.py"
 ICF = "constructions/reverse/interval_closed_forms.py"
-IB = "bounds/interval_bounds.py"
+IB = "bounds/theorems/interval_bounds.py"
 TAB = "constructions/reverse/tables.py"
-CUR = "bounds/curves.py"
-AT = "bounds/atlas.py"
+CUR = "bounds/studies/curves.py"
+AT = "bounds/studies/atlas.py"
 POL = "constructions/reverse/policies.py"
 PEX = "constructions/reverse/policy_exact.py"
 INF = "constructions/reverse/information.py"
-CERT = "bounds/certify.py"
-IVS = "bounds/intervals.py"
-CONF = "constructions/confidence.py"
+CERT = "bounds/theorems/certify.py"
+IVS = "bounds/theorems/intervals.py"
+CONF = "constructions/reverse/confidence.py"
 SAMK = "constructions/reverse/sampler_kernels.py"
 T_ATLAS = ("tests/test_atlas.py", "tests/test_policies.py", "tests/test_information.py")
 T_POL = ("tests/test_policies.py", "tests/test_interval_policies.py", "tests/test_atlas.py")
 T_CERT = ("tests/test_statements.py", "tests/test_intervals.py", "tests/test_verify.py")
-CLA = "bounds/claim_arithmetic.py"
-QTY = "bounds/quantities.py"
-REF = "bounds/refute.py"
-FAM = "bounds/families.py"
-CTF = "bounds/certificate.py"
-CB = "bounds/checks_beyond.py"
+CLA = "bounds/refutation/claim_arithmetic.py"
+QTY = "bounds/refutation/quantities.py"
+REF = "bounds/refutation/refute.py"
+FAM = "bounds/refutation/families.py"
+CTF = "bounds/refutation/certificate.py"
+CB = "bounds/verification/checks_beyond.py"
 NGI = "constructions/languages/ngram_inference.py"
 
 MUTANTS = [

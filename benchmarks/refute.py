@@ -2,7 +2,7 @@
 
     python benchmarks/refute.py [--seeds 5] [--out docs/results/refute.md] [--docs docs/refute.md]
 
-1. Every conjecture of :data:`mdmt.bounds.conjectures.CONJECTURES` is searched with its stated budget
+1. Every conjecture of :data:`mdmt.bounds.refutation.conjectures.CONJECTURES` is searched with its stated budget
    and seed: verdict, the certified margin or the tightest instance, evaluations, time, evaluations
    per second, and the command that reproduces it.
 2. Rediscovery: each known failure (Li & Cai under top-k confidence, ParallelBench for random
@@ -34,8 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mdmt.bounds.conjectures import CONJECTURES, conjecture  # noqa: E402
-from mdmt.bounds.refute import NUMERIC_TOL, search  # noqa: E402
+from mdmt.bounds.refutation.conjectures import CONJECTURES, conjecture  # noqa: E402
+from mdmt.bounds.refutation.refute import NUMERIC_TOL, search  # noqa: E402
 
 KNOWN_FAILURES = ("li-cai-confidence", "parallelbench-iid", "parallelbench-confidence", "chain-bound-halved",
                   "chain-bound-0.9")
@@ -53,7 +53,7 @@ def _margin_cell(res) -> str:
 
 
 def _instance_cell(res) -> str:
-    from mdmt.bounds.refute import describe_language
+    from mdmt.bounds.refutation.refute import describe_language
 
     c = res.candidate
     return "n/a" if c is None else f"L = {c.L}, N = {c.N}, {c.process}; {describe_language(c.language)}"
@@ -83,9 +83,9 @@ def _random_search(c, seed: int, budget: int) -> dict:
     best relative margin."""
     import numpy as np
 
-    from mdmt.bounds.claims import parse_claim
-    from mdmt.bounds.families import THRESHOLDS, instance_size, parse_family
-    from mdmt.bounds.quantities import instance_quantities
+    from mdmt.bounds.refutation.claims import parse_claim
+    from mdmt.bounds.refutation.families import THRESHOLDS, instance_size, parse_family
+    from mdmt.bounds.refutation.quantities import instance_quantities
     from mdmt.constructions.languages.random_languages import random_hmm, random_ngram
 
     claim = parse_claim(c.claim)
@@ -173,7 +173,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="also write the report (Markdown) to this file")
     parser.add_argument("--docs", help="replace the conjecture table between its markers in this Markdown file")
     args = parser.parse_args(argv)
-    from mdmt.provenance import record
+    from mdmt.runtime.provenance import record
 
     prov = record()
     lines = ["# `mdmt refute`: the conjecture table and the search's speed", "",
@@ -189,7 +189,7 @@ def main(argv=None) -> int:
     lines += ["", "## Tightest instances of the bounds that hold", ""] + tightness(args.seeds)
     text = "\n".join(lines) + "\n"
     print(text)
-    from mdmt.constructions.outputs import write_text
+    from mdmt.runtime.outputs import write_text
 
     if args.out:
         write_text(Path(args.out), text)

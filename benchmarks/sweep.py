@@ -212,7 +212,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="also write the report (Markdown) to this file")
     parser.add_argument("--skip-scaling", action="store_true", help="leave out the LocalCluster runs")
     args = parser.parse_args(argv)
-    from mdmt.provenance import record
+    from mdmt.runtime.provenance import record
 
     prov = record()
     lines = ["# The sweep engine: cost model, scaling, paper scale", "",
@@ -226,7 +226,7 @@ def main(argv=None) -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
-        from mdmt.constructions.outputs import write_text
+        from mdmt.runtime.outputs import write_text
 
         write_text(Path(args.out), text)
     return 0

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mdmt.cli import COMMANDS  # noqa: E402  (light: no command module is imported)
-from mdmt.provenance import record  # noqa: E402
+from mdmt.runtime.provenance import record  # noqa: E402
 
 HEAVY = ("sympy", "scipy", "numba", "torch")
 PROBE = ("import json, sys, runpy; sys.argv = ['mdmt'] + json.loads(sys.argv[1]); "

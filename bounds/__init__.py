@@ -13,8 +13,8 @@ from mdmt.lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(
     "mdmt.bounds", globals(),
-    {"ter_curve": "mdmt.bounds.curves", "ser_curve": "mdmt.bounds.curves", "atlas_sweep": "mdmt.bounds.atlas",
-     "ser_study": "mdmt.bounds.adaptive", "ter_study": "mdmt.bounds.adaptive", "parse_claim": "mdmt.bounds.claims",
-     "instance_quantities": "mdmt.bounds.quantities", "certify_claim": "mdmt.bounds.certificate",
-     "CONJECTURES": "mdmt.bounds.conjectures"},
-    {"STATEMENTS": ("mdmt.bounds.statements", "ALL")})
+    {"ter_curve": "mdmt.bounds.studies.curves", "ser_curve": "mdmt.bounds.studies.curves", "atlas_sweep": "mdmt.bounds.studies.atlas",
+     "ser_study": "mdmt.bounds.studies.adaptive", "ter_study": "mdmt.bounds.studies.adaptive", "parse_claim": "mdmt.bounds.refutation.claims",
+     "instance_quantities": "mdmt.bounds.refutation.quantities", "certify_claim": "mdmt.bounds.refutation.certificate",
+     "CONJECTURES": "mdmt.bounds.refutation.conjectures"},
+    {"STATEMENTS": ("mdmt.bounds.theorems.statements", "ALL")})

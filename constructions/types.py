@@ -6,7 +6,7 @@
   numbers by :func:`~mdmt.constructions.reverse.schedules.reveal_probabilities`);
 * ``Denoiser`` -- a callable from partially revealed sequences (n, L) (``MASK`` where masked) to the laws
   (n, L, V) of every position, the oracle denoiser's protocol (Section 3.2);
-* ``Seed`` -- what :func:`~mdmt.constructions.validation.as_rng` accepts: an int, a ``numpy.random.Generator``,
+* ``Seed`` -- what :func:`~mdmt.runtime.validation.as_rng` accepts: an int, a ``numpy.random.Generator``,
   a ``SeedSequence`` or None;
 * ``PathLike`` -- a path as a string or an ``os.PathLike``.
 """

@@ -10,7 +10,7 @@
 * :mod:`mdmt.empirical.evaluation`  a trained network measured against its language (``mdmt evaluate``);
 * :mod:`mdmt.empirical.data`        seeded data sets on disk;
 * :mod:`mdmt.empirical.experiments` Figure 1 as a resumable experiment;
-* provenance of every result: :mod:`mdmt.provenance`.
+* provenance of every result: :mod:`mdmt.runtime.provenance`.
 
 Public names (loaded on first use, so that importing the package stays light): ``ModelConfig``,
 ``TrainConfig``, ``load_run``, ``load_model``, ``sample_model``, ``evaluate`` (``mdmt evaluate``: validation gap,

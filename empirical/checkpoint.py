@@ -22,7 +22,7 @@ optimizer and random-generator states.  Every problem is a :class:`CheckpointErr
 ``adaptive sample``, ``train --resume``, :func:`~mdmt.empirical.train.load_model`).
 
 Writes are atomic: the checkpoint is written through
-:func:`mdmt.constructions.outputs.atomic_file` (a temporary ``.NAME.mdmt-HOST-PID.X.tmp`` in
+:func:`mdmt.runtime.outputs.atomic_file` (a temporary ``.NAME.mdmt-HOST-PID.X.tmp`` in
 the same folder, removed on an error or on SIGTERM/SIGHUP, stale ones of killed runs removed by
 the next write) and renamed into place.  Its digest is first written to ``PATH.sha256.tmp``
 and renamed to ``PATH.sha256`` after the checkpoint: a crash between the two renames leaves
@@ -43,9 +43,9 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from mdmt.constructions.outputs import OutputError, atomic_file, describe_oserror
-from mdmt.constructions.resources import check_memory
-from mdmt.constructions.validation import regular_file
+from mdmt.runtime.outputs import OutputError, atomic_file, describe_oserror
+from mdmt.runtime.resources import check_memory
+from mdmt.runtime.validation import regular_file
 
 from ._torch import torch
 
@@ -108,7 +108,7 @@ def check_writable(folder: str | os.PathLike, what: str = "--out") -> Path:
 
 
 def _write_atomic(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (:func:`~mdmt.constructions.outputs.atomic_file`); returns ``path``."""
+    """Write ``data`` to ``path`` atomically (:func:`~mdmt.runtime.outputs.atomic_file`); returns ``path``."""
     with atomic_file(path, "wb", encoding=None) as fh:
         fh.write(data)
     return path

@@ -20,7 +20,7 @@ import dataclasses
 import math
 import re
 
-from mdmt.constructions.resources import check_memory
+from mdmt.runtime.resources import check_memory
 
 from ._torch import torch
 

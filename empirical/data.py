@@ -6,7 +6,7 @@ each array).  Everything is a function of (language, seed, sizes, L): the train 
 validation sets are drawn by ``language.sample`` from two independent child seeds of
 ``np.random.SeedSequence(seed)``, so a deleted or damaged set is regenerated bit for bit.
 
-Writing is atomic and non-destructive (:mod:`mdmt.constructions.outputs`): each file is written
+Writing is atomic and non-destructive (:mod:`mdmt.runtime.outputs`): each file is written
 to a temporary file and renamed, the manifest last, and :func:`ensure` replaces only a data set
 mdmt wrote for the same spec -- another spec's set, or files that are not an mdmt data set, are
 refused unless ``force=True`` (``mdmt data --force``).
@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from mdmt.constructions.languages.spec import canonical_spec, interval_misfit, language_from_spec
-from mdmt.constructions.outputs import OutputError, atomic_file, check_output_folder, make_folder, write_text
-from mdmt.constructions.resources import ResourceError, check_memory
-from mdmt.constructions.validation import DuplicateKeyError, json_loads_unique, positive_int, regular_file
+from mdmt.runtime.outputs import OutputError, atomic_file, check_output_folder, make_folder, write_text
+from mdmt.runtime.resources import ResourceError, check_memory
+from mdmt.runtime.validation import DuplicateKeyError, json_loads_unique, positive_int, regular_file
 
 FORMAT = 2
 

@@ -13,7 +13,7 @@ from typing import Iterable
 
 import numpy as np
 
-from mdmt.constructions.validation import seed_of
+from mdmt.runtime.validation import seed_of
 from mdmt.results import Result
 from mdmt.constructions.types import Language
 

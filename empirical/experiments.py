@@ -52,8 +52,8 @@ from typing import Callable
 import numpy as np
 
 from mdmt.constructions.languages.spec import canonical_spec, interval_length_of, language_from_spec
-from mdmt.constructions.outputs import write_csv
-from mdmt.constructions.validation import positive_int, seed_of
+from mdmt.runtime.outputs import write_csv
+from mdmt.runtime.validation import positive_int, seed_of
 from mdmt.results import Result
 
 from .data import check_length
@@ -163,7 +163,7 @@ class Figure1Config:
                 reveal_probabilities(self.schedule, N)
             except ValueError as e:
                 raise ValueError(f"schedule {self.schedule!r} at N = {N} of the sweep: {e}") from None
-        from mdmt.constructions.resources import check_memory
+        from mdmt.runtime.resources import check_memory
         from mdmt.constructions.reverse.sampler import check_sample_memory
 
         # sizes before any work: the oracle sampler at the longest length, the networks' training batch
@@ -322,14 +322,14 @@ class Figure1:
 
     def _bound(self, lg: _Language, L: int, N: int, eps: float) -> float | None:
         """The (C4) chain bound on KL(q || p_N)/L with learning error eps (n-grams only)."""
-        from mdmt.bounds.dependencies import chain_bound
+        from mdmt.bounds.theorems.dependencies import chain_bound
 
         if getattr(lg.lang, "kind", None) != "ngram":
             return None
         return chain_bound(lg.lang.n, L, self._pi(N), lg.lang.n_symbols, eps)
 
     def _point(self, lg: _Language, index: int, kind: str, L: int, N: int) -> dict:
-        from mdmt.bounds.interval_bounds import ser_lower_bound
+        from mdmt.bounds.theorems.interval_bounds import ser_lower_bound
         from mdmt.constructions.reverse.interval_closed_forms import oracle_ser
         from mdmt.constructions.reverse.metrics import sample_metrics
         from mdmt.constructions.reverse.sampler import assignment_kl_estimate, sample_mdm

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mdmt.constructions.outputs import write_text
-from mdmt.constructions.validation import regular_file
+from mdmt.runtime.outputs import write_text
+from mdmt.runtime.validation import regular_file
 
 
 def slug(spec: str) -> str:

@@ -59,7 +59,7 @@ def exact_smallest_steps(language: str, role: str, L: int, schedule: str) -> tup
         return _bisect_steps(lambda N: oracle_ser(l, L, pi(N)) <= SER_TARGET), "exact oracle SER"
     lang = language_from_spec(language)
     if role == "ter" and getattr(lang, "kind", None) == "ngram":
-        from mdmt.bounds.dependencies import chain_bound
+        from mdmt.bounds.theorems.dependencies import chain_bound
 
         return (_bisect_steps(lambda N: chain_bound(lang.n, L, pi(N), lang.n_symbols, 0.0) <= TER_TARGET, hi=1 << 16),
                 "Theorem 4.2 chain bound")

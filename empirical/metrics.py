@@ -8,15 +8,15 @@
 Samples are scored (SER, generative perplexity) by
 :func:`mdmt.constructions.reverse.metrics.sample_metrics`, the learning error of a trained MDM is
 :func:`mdmt.constructions.reverse.learning.learning_error`, and the chain bound evaluated with it
-is :func:`mdmt.bounds.dependencies.chain_bound`: one function each, shared with the oracle side.
+is :func:`mdmt.bounds.theorems.dependencies.chain_bound`: one function each, shared with the oracle side.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from mdmt.constructions.confidence import mean_interval
-from mdmt.constructions.validation import as_rng, positive_int
+from mdmt.constructions.reverse.confidence import mean_interval
+from mdmt.runtime.validation import as_rng, positive_int
 from mdmt.constructions.types import Language, Seed
 
 

@@ -73,7 +73,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 
 from mdmt.constructions.languages.ngram import MAX_ORDER
-from mdmt.constructions.validation import MASK
+from mdmt.runtime.validation import MASK
 
 from ._torch import F, nn, torch
 from .hmm_layer import HMMLayer
@@ -172,7 +172,7 @@ class ModelConfig:
 def estimated_bytes(cfg: ModelConfig, batch: int) -> int:
     """The order of magnitude of the memory of a network of ``cfg`` and one pass over ``batch`` sequences.
 
-    A guard against inputs that cannot fit (mdmt.constructions.resources), not a prediction:
+    A guard against inputs that cannot fit (mdmt.runtime.resources), not a prediction:
     training keeps the activations of every layer and may need several times more.
 
     Parameters ((V + 1) d + V d + L d + 12 d^2 per layer, the neighbour tables (span - 1) (V + 2) d,

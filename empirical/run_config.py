@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, fields, replace
 
 from mdmt.constructions.languages.spec import canonical_spec
-from mdmt.constructions.validation import positive_int
+from mdmt.runtime.validation import positive_int
 
 from .model import ModelConfig, Transformer
 from .recipes import ESTIMATORS

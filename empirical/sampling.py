@@ -45,11 +45,11 @@ import time
 
 import numpy as np
 
-from mdmt.constructions.resources import check_memory
+from mdmt.runtime.resources import check_memory
 from mdmt.constructions.reverse.denoisers import oracle_denoiser
 from mdmt.constructions.reverse.sampler import PROB_TOL, SampleResult, check_denoiser_rows
 from mdmt.constructions.reverse.schedules import as_pi, reveal_rates
-from mdmt.constructions.validation import MASK, positive_int
+from mdmt.runtime.validation import MASK, positive_int
 from mdmt.constructions.types import RevealProbabilities
 
 from ._torch import F, torch

@@ -63,11 +63,11 @@ from pathlib import Path
 
 import numpy as np
 
-from mdmt.constructions.confidence import mean_interval
-from mdmt.constructions.resources import check_memory
+from mdmt.constructions.reverse.confidence import mean_interval
+from mdmt.runtime.resources import check_memory
 from mdmt.constructions.languages.io import language_digest
 from mdmt.constructions.languages.spec import language_from_spec
-from mdmt.constructions.validation import seed_of, token_array
+from mdmt.runtime.validation import seed_of, token_array
 from mdmt.constructions.types import Language
 
 from ._torch import torch

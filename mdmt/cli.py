@@ -23,8 +23,8 @@ import importlib
 import os
 import sys
 
-from . import __version__
-from .extras import is_torch_missing, torch_message
+from mdmt import __version__
+from mdmt.extras import is_torch_missing, torch_message
 
 COMMANDS = {
     "verify": ("mdmt.commands.verify", "run every check of the paper's proofs on embedded instances (the main job)"),
@@ -75,7 +75,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def _add_examples(name: str, parser) -> None:
     """The Examples section (:mod:`mdmt.examples`) of a command and of each of its subcommands."""
-    from .examples import epilog
+    from mdmt.examples import epilog
 
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     leaves = [(f"{name} {kind}", p) for kind, p in subs[0].choices.items()] if subs else [(name, parser)]
@@ -105,7 +105,7 @@ def main(argv=None) -> int:
         print(f"mdmt {args._name}: error: --out: expected a file or folder name, got ''", file=sys.stderr)
         return 2
     try:
-        from mdmt.constructions.resources import work_limit
+        from mdmt.runtime.resources import work_limit
 
         work_limit()  # MDMT_MAX_WORK has one parser: a value that is not a positive number is refused by every command
         return int(args._run(args) or 0)
@@ -128,7 +128,7 @@ def error_line(exc: BaseException, command: str = "") -> str:
     if is_torch_missing(exc):  # MissingExtra included: the message names the command
         msg = torch_message(f"mdmt {command}".strip())
     elif isinstance(exc, OSError) and exc.strerror:
-        from mdmt.constructions.numba_cache import cache_write_error
+        from mdmt.runtime.numba_cache import cache_write_error
 
         msg = (f"{exc.strerror}: {exc.filename}" if exc.filename else
                cache_write_error(exc) or exc.strerror)

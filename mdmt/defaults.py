@@ -2,8 +2,8 @@
 
 This module imports nothing, so that building the ``mdmt`` parser (``mdmt --help``,
 ``mdmt COMMAND --help``) needs neither numpy's heavier friends nor sympy or scipy: the modules
-that compute with these names (:mod:`mdmt.bounds.curves`, :mod:`mdmt.bounds.atlas`,
-:mod:`mdmt.bounds.adaptive`, :mod:`mdmt.constructions.reverse.policies`) import them from here.
+that compute with these names (:mod:`mdmt.bounds.studies.curves`, :mod:`mdmt.bounds.studies.atlas`,
+:mod:`mdmt.bounds.studies.adaptive`, :mod:`mdmt.constructions.reverse.policies`) import them from here.
 """
 
 #: The schedules of a TER bound curve (``mdmt curve ter --schedule``); ``warmstart`` first reveals the

@@ -80,7 +80,7 @@ ZERO_LABEL = "exact 0 (below the float64 rounding floor)"
 def curve_ter_figure(result: Mapping[str, Any]):
     """The (C4) chain bound on KL(q || p_N)/L against N for each L, with Theorem 4.2's target and step count.
 
-    ``result``: what :func:`mdmt.bounds.curves.ter_curve` returns (``mdmt curve ter --json``).
+    ``result``: what :func:`mdmt.bounds.studies.curves.ter_curve` returns (``mdmt curve ter --json``).
     """
     with _style():
         fig = _figure(COLUMN_WIDTH * 1.25, 3.6)
@@ -108,7 +108,7 @@ def curve_ter_figure(result: Mapping[str, Any]):
 def curve_ser_figure(result: Mapping[str, Any]):
     """The exact oracle SER 1 - rho^(L/l) on the interval HMM against C = N/L, with Theorem 4.3's upper and
     Theorem 4.4's lower bound and the critical constants, for each length of the result (one colour per length
-    where there are several).  ``result``: :func:`mdmt.bounds.curves.ser_curve`."""
+    where there are several).  ``result``: :func:`mdmt.bounds.studies.curves.ser_curve`."""
     with _style():
         fig = _figure(COLUMN_WIDTH * 1.25, 3.7)
         ax = fig.add_subplot()
@@ -142,7 +142,7 @@ def curve_ser_figure(result: Mapping[str, Any]):
 
 # ------------------------------------------------------------------------------------------------ atlas
 
-#: (row key, legend label) of each atlas bar: the exact KL and the bounds of :mod:`mdmt.bounds.atlas`, each
+#: (row key, legend label) of each atlas bar: the exact KL and the bounds of :mod:`mdmt.bounds.studies.atlas`, each
 #: label naming the side of the exact KL the bound claims (``ATLAS_BOUNDS``).
 ATLAS_BARS = (("kl", "exact KL(q‖p)"), ("assignment_kl", "E[log q/p_traj] (C1), upper bound"),
               ("chain_bound", "chain bound (C4), upper bound"), ("li_cai", "Li & Cai, upper bound"),
@@ -318,9 +318,9 @@ def figure_format(path, default: str = "png") -> str:
 
 def save(fig, path, software: str, dpi: int = 200):
     """Write ``fig`` to ``path`` (png, pdf or svg by its suffix) atomically, tagged as mdmt's ``software``
-    (:func:`mdmt.constructions.outputs.figure_written_by` recognises it); vector formats carry no date, so a
+    (:func:`mdmt.runtime.outputs.figure_written_by` recognises it); vector formats carry no date, so a
     figure of the same numbers is the same file."""
-    from mdmt.constructions.outputs import save_figure
+    from mdmt.runtime.outputs import save_figure
 
     with _style():  # svg.hashsalt: the ids an SVG file draws with are the same on every run
         return save_figure(fig, path, software, format=figure_format(path), dpi=dpi)
@@ -352,12 +352,12 @@ PROG = "python -m mdmt.plots"
 def read_result(path) -> dict:
     """The result a command wrote as ``path`` (atlas.json, adaptive_ser.json, adaptive_ter.json, figure1.json),
     read with the checks of every file mdmt reads: a regular file (never a FIFO, device, folder or link loop,
-    :func:`mdmt.constructions.validation.regular_file`) of at most ``JSON_LIMIT`` bytes, UTF-8 JSON with no key
-    given twice (:func:`~mdmt.constructions.validation.json_loads_unique`) holding an object.  Every failure is
+    :func:`mdmt.runtime.validation.regular_file`) of at most ``JSON_LIMIT`` bytes, UTF-8 JSON with no key
+    given twice (:func:`~mdmt.runtime.validation.json_loads_unique`) holding an object.  Every failure is
     one ``ValueError`` naming the file."""
-    from mdmt.constructions.outputs import JSON_LIMIT, describe_oserror
-    from mdmt.constructions.resources import format_bytes
-    from mdmt.constructions.validation import json_loads_unique, regular_file
+    from mdmt.runtime.outputs import JSON_LIMIT, describe_oserror
+    from mdmt.runtime.resources import format_bytes
+    from mdmt.runtime.validation import json_loads_unique, regular_file
 
     path = Path(path)
     if path.name not in FIGURES:
@@ -394,13 +394,13 @@ def redraw(path, fmt: str = "png", force: bool = False) -> list[Path]:
 
     Everything is checked before any file is written: the result (:func:`read_result`), each figure drawn, and
     each figure file -- one there that mdmt did not write as this figure (its tag,
-    :func:`mdmt.constructions.outputs.figure_written_by`) is replaced only with ``force``."""
+    :func:`mdmt.runtime.outputs.figure_written_by`) is replaced only with ``force``."""
     return _save_all(_prepare(Path(path), fmt, force))
 
 
 def _prepare(path: Path, fmt: str, force: bool) -> list:
     """(file, tag, figure) of every figure of the result ``path``, checked and drawn but not yet written."""
-    from mdmt.constructions.outputs import check_output_file, figure_written_by
+    from mdmt.runtime.outputs import check_output_file, figure_written_by
 
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")

@@ -74,7 +74,7 @@ class Result(dict):
         """A table as a CSV file (header: its columns; None written empty; lists as JSON), atomically."""
         import json
 
-        from mdmt.constructions.outputs import write_csv
+        from mdmt.runtime.outputs import write_csv
 
         def cell(v):
             if v is None:

@@ -97,7 +97,7 @@ class Sweep:
 
     def __init__(self, function, parts, *, jobs: int = 1, scheduler: str | None = None, progress: bool = False,
                  desc: str = "parts", costs=None, labels=None):
-        from mdmt.constructions.validation import positive_int
+        from mdmt.runtime.validation import positive_int
 
         self.function, self.parts = function, list(parts)
         self.jobs = positive_int("jobs", jobs)

@@ -40,7 +40,7 @@ WORKER_ENV = {
     "CUDA_VISIBLE_DEVICES": "",
     "MPLBACKEND": "Agg",
 }
-WARM_UP = ("mdmt.commands.curve", "mdmt.bounds.curves", "mdmt.bounds.verify", "mdmt.constructions.reverse.exact",
+WARM_UP = ("mdmt.commands.curve", "mdmt.bounds.studies.curves", "mdmt.bounds.verification.verify", "mdmt.constructions.reverse.exact",
            "mdmt.constructions.reverse.sampler", "mdmt.empirical.train", "mdmt.empirical.experiments",
            "mdmt.empirical.sampling", "matplotlib.pyplot")
 STARTUP_TIMEOUT = 300.0  # seconds for a worker to import everything (not counted in any case's time bound)

@@ -44,7 +44,7 @@ def masked_layer_laws(lang, law, num, length, fracs, seed=0):
     log-probabilities (B, L, V)."""
     import torch
 
-    from mdmt.constructions.validation import MASK
+    from mdmt.runtime.validation import MASK
 
     rng = np.random.default_rng(seed)
     X = lang.sample_sequences(num, length, rng)

@@ -9,7 +9,7 @@ import itertools
 
 import numpy as np
 
-from mdmt.bounds.brute_force import (all_sequences, cut_subsets, entropy, information_by_enumeration,  # noqa: F401
+from mdmt.bounds.verification.brute_force import (all_sequences, cut_subsets, entropy, information_by_enumeration,  # noqa: F401
                                      marginal_scores, oracle_from_joint, policy_law_by_trajectories,
                                      posterior_by_enumeration, random_size_law, reference_rule)
 from mdmt.proofs.reference import assignments, dependencies_by_definition, sampler_law_by_assignments  # noqa: F401

@@ -1,8 +1,8 @@
-"""The SER and TER studies of bounds/adaptive.py: smallest step counts and their certificates."""
+"""The SER and TER studies of bounds/studies/adaptive.py: smallest step counts and their certificates."""
 
 import pytest
 
-from mdmt.bounds.adaptive import min_steps_ser, min_steps_ter, ser_point
+from mdmt.bounds.studies.adaptive import min_steps_ser, min_steps_ter, ser_point
 from mdmt.constructions.languages import random_ngram
 from mdmt.constructions.reverse.interval_closed_forms import oracle_ser
 from mdmt.constructions.reverse.schedules import reveal_probabilities

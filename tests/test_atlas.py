@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from mdmt.bounds.atlas import atlas, random_sizes_bound, random_sizes_kl, uniform_positions_kl
+from mdmt.bounds.studies.atlas import atlas, random_sizes_bound, random_sizes_kl, uniform_positions_kl
 from mdmt.cli import main
 from mdmt.constructions.languages import NGram, interval_hmm, random_hmm, random_ngram
 from mdmt.constructions.reverse.denoisers import UniformMixture

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from mdmt.bounds.curves import (critical_c, min_steps_ter, oracle_ser_lin, p_distinct_linear, ser_curve,
+from mdmt.bounds.studies.curves import (critical_c, min_steps_ter, oracle_ser_lin, p_distinct_linear, ser_curve,
                                 ter_chain_bound, ter_curve, ter_target)
-from mdmt.bounds.statements import theorem_42_steps
+from mdmt.bounds.theorems.statements import theorem_42_steps
 from mdmt.cli import main
 from mdmt.constructions.reverse.interval_closed_forms import oracle_ser
 from mdmt.constructions.reverse.schedules import p_distinct

@@ -6,9 +6,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mdmt.bounds.certificate import NotCertifiable, certify_claim, dyadic_language, dyadic_rows, exact_quantities
-from mdmt.bounds.claims import parse_claim
-from mdmt.bounds.quantities import instance_quantities
+from mdmt.bounds.refutation.certificate import NotCertifiable, certify_claim, dyadic_language, dyadic_rows, exact_quantities
+from mdmt.bounds.refutation.claims import parse_claim
+from mdmt.bounds.refutation.quantities import instance_quantities
 from mdmt.constructions.languages import NGram, interval_hmm, random_hmm, random_ngram
 
 LI_CAI = parse_claim("KL <= (2 ** ceil(log2(s_max)) - 1) / L * sum_MI")
@@ -96,9 +96,9 @@ def test_the_process_expectations_are_exact_for_every_process(process):
 def test_the_two_exact_roads_to_the_iid_expectations_agree():
     """For i.i.d. steps, the sum over every ordered partition and the teacher-forced enumeration with the rate rule
     give the same E sum_j TC (to 256-bit balls) and the same E[sum_j D_j] (as rationals)."""
-    from mdmt.bounds import brute_force as bf
-    from mdmt.bounds.certificate import _exact_rule
-    from mdmt.bounds.references import Reference
+    from mdmt.bounds.verification import brute_force as bf
+    from mdmt.bounds.refutation.certificate import _exact_rule
+    from mdmt.bounds.verification.references import Reference
     from mdmt.constructions.reverse.policies import parse_policy
 
     lang, L = dyadic_language(random_ngram(3, 2, 1.0, 0.0, seed=7), bits=16), 5

@@ -374,7 +374,7 @@ def _temporaries(folder):
 
 
 def test_checkpoint_writes_use_atomic_file_temporaries(tmp_path, monkeypatch):
-    from mdmt.constructions import outputs
+    from mdmt.runtime import outputs
 
     path = tmp_path / "c.pt"
     stale = tmp_path / f".c.pt.mdmt-{outputs._host_tag()}-999999999.abcdefgh.tmp"  # left by a killed run

@@ -9,7 +9,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mdmt.bounds.claims import QUANTITIES, ClaimError, parse_claim
+from mdmt.bounds.refutation.claims import QUANTITIES, ClaimError, parse_claim
 
 
 def test_the_atlas_bounds_parse_and_evaluate_to_values_by_hand():
@@ -135,7 +135,7 @@ def test_huge_and_infinite_sides_have_the_sign_of_the_exact_margin():
 
 def test_strict_claims_fail_at_a_margin_of_zero_in_floats_and_in_exact_arithmetic():
     """L < L and KL < KL are false everywhere: holds() is False, and the exact margin (KL a LogSum) is exactly 0."""
-    from mdmt.bounds.intervals import LogSum
+    from mdmt.bounds.theorems.intervals import LogSum
 
     for text in ("L < L", "KL < KL", "KL > KL", "KL + TC < TC + KL"):
         c = parse_claim(text)
@@ -225,7 +225,7 @@ def test_the_float_margin_lies_in_the_ball_margin(lhs, rhs, values, rel):
 def test_the_relative_margin_is_scale_free_and_undefined_where_both_sides_vanish():
     """By hand: KL = 1, TC = 3 gives (3 - 1) / (1 + 3) = 1/2 for 'KL <= TC', and -1/2 for 'KL >= TC'; scaling both
     sides changes nothing; sides summing below SCALE_FLOOR give NaN."""
-    from mdmt.bounds.claims import SCALE_FLOOR
+    from mdmt.bounds.refutation.claims import SCALE_FLOOR
 
     le, ge = parse_claim("KL <= TC"), parse_claim("KL >= TC")
     assert le.relative_margin({"KL": 1.0, "TC": 3.0}) == 0.5 and ge.relative_margin({"KL": 1.0, "TC": 3.0}) == -0.5
@@ -266,7 +266,7 @@ def test_hostile_claims_are_refused_in_one_line_or_evaluated_with_the_sign_of_th
     where a part is undefined or the balls cannot decide; a strict claim with equal sides never holds."""
     import time
 
-    from mdmt.bounds.claims import UndefinedError
+    from mdmt.bounds.refutation.claims import UndefinedError
 
     text = f"{lhs} {rel} {lhs if same else rhs}"
     try:

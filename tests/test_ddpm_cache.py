@@ -10,7 +10,7 @@ import torch
 
 from mdmt.constructions.languages import preset
 from mdmt.constructions.reverse.metrics import sample_metrics
-from mdmt.constructions.validation import MASK
+from mdmt.runtime.validation import MASK
 from mdmt.empirical.sampling import MDMDenoiser, ddpm_cache
 from tests.helpers_empirical import _bigram, _pi_linear, _random_model
 

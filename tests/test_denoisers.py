@@ -11,7 +11,7 @@ from mdmt.constructions.reverse.denoisers import BitBiasedInterval, TemperedOrac
 from mdmt.constructions.reverse.learning import learning_error, masking_law
 from mdmt.constructions.reverse.schedules import reveal_probabilities
 from mdmt.constructions.reverse.chain import chain_quantities
-from mdmt.constructions.validation import MASK
+from mdmt.runtime.validation import MASK
 
 
 def test_oracle_denoiser_is_the_posterior_and_uniform_off_the_support():

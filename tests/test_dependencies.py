@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from mdmt.bounds.dependencies import chain_bound, dependencies_for_assignment, expected_dependencies
+from mdmt.bounds.theorems.dependencies import chain_bound, dependencies_for_assignment, expected_dependencies
 from mdmt.constructions.reverse.schedules import reveal_probabilities
 from tests.reference import assignments, dependencies_by_definition
 
@@ -39,7 +39,7 @@ def test_chain_bound_is_eps_plus_log_v_times_dependencies_per_token():
 
 
 def test_matrix_power_path_equals_the_scan():
-    from mdmt.bounds.dependencies import _expected_segments, _expected_segments_power
+    from mdmt.bounds.theorems.dependencies import _expected_segments, _expected_segments_power
     from mdmt.constructions.reverse.schedules import revealed_before
 
     for n in (2, 3, 5):
@@ -54,7 +54,7 @@ def test_matrix_power_path_equals_the_scan():
 def test_exact_rational_expectation_equals_enumeration():
     from fractions import Fraction
 
-    from mdmt.bounds.references import dependencies_by_segments, expected_dependencies_exact
+    from mdmt.bounds.verification.references import dependencies_by_segments, expected_dependencies_exact
 
     pi = [Fraction(1, 2), Fraction(1, 3), Fraction(1, 6)]
     for n, L in ((2, 4), (3, 5)):
@@ -72,7 +72,7 @@ def test_exact_rational_expectation_equals_enumeration():
 
 
 def test_work_guard_names_the_sizes():
-    from mdmt.bounds.dependencies import check_dependency_work
+    from mdmt.bounds.theorems.dependencies import check_dependency_work
 
     with pytest.raises(ValueError, match="n = 3, L = 60000, N = 100000 steps needs about"):
         check_dependency_work(3, 60000, 100000)

@@ -60,8 +60,8 @@ def _api_directives() -> list[tuple[str, str, dict]]:
 
 
 def _installed(identifier: str) -> str:
-    """The import path of a rendered identifier: mkdocstrings reads the source tree (bounds/curves.py is
-    ``bounds.curves``), which is installed under ``mdmt`` (``mdmt.bounds.curves``)."""
+    """The import path of a rendered identifier: mkdocstrings reads the source tree (bounds/studies/curves.py is
+    ``bounds.studies.curves``), which is installed under ``mdmt`` (``mdmt.bounds.studies.curves``)."""
     head = identifier.split(".")[0]
     return f"mdmt.{identifier}" if head in ("bounds", "constructions", "empirical") else identifier
 
@@ -150,8 +150,8 @@ def test_docstring_cross_references_become_links_of_the_api_reference():
     kept = {path: ROLE.search(text).group(0) for path, text in docstrings.items() if ROLE.search(text)}
     assert not kept, f"Sphinx roles left in {sorted(kept)[:10]}"
     assert "[`curve_ter_figure`][mdmt.plots.curve_ter_figure]" in docstrings["mdmt.plots"]  # :func:`curve_ter_figure`
-    # a lazily exported name becomes the object it stands for: :func:`mdmt.refute` is bounds.refute.search
-    assert links.get("bounds.refute.search") and links.get("mdmt.results.Result") and len(links) >= 40
+    # a lazily exported name becomes the object it stands for: :func:`mdmt.refute` is bounds.refutation.refute.search
+    assert links.get("bounds.refutation.refute.search") and links.get("mdmt.results.Result") and len(links) >= 40
     rendered = {ident for _, ident, _ in _api_directives()}
     assert all(t in rendered or t.rpartition(".")[0] in rendered for t in links), \
         sorted(t for t in links if t not in rendered and t.rpartition(".")[0] not in rendered)

@@ -104,8 +104,8 @@ def test_serial_and_parallel_steps_are_bitwise_equal():
 
 
 def test_references_equal_brute_force():
-    """bounds/references.py's p_N (a mixture over reveal orders) against the enumeration of mdmt/proofs/reference.py."""
-    from mdmt.bounds.references import ChainEval, Partitions, Reference, partition_probabilities
+    """bounds/verification/references.py's p_N (a mixture over reveal orders) against the enumeration of mdmt/proofs/reference.py."""
+    from mdmt.bounds.verification.references import ChainEval, Partitions, Reference, partition_probabilities
 
     lang = random_ngram(2, 2, 2.0, 0.05, seed=5)
     L, pi = 3, np.array([0.5, 0.25, 0.25])

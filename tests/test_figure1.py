@@ -256,7 +256,7 @@ def test_smallest_steps_takes_the_first_n_from_which_on_the_target_holds():
     assert smallest_steps([(8, 0.3), (16, 0.04), (32, 0.06), (64, 0.01), (128, 0.0)], 0.05) == 64  # a dip does not count
     assert smallest_steps([(8, 0.03), (16, 0.2)], 0.05) is None and smallest_steps([(8, 0.0)], 0.05) == 8
     # the chain bound of a 2-gram: the smallest N whose bound is <= 0.05, checked against its neighbour
-    from mdmt.bounds.dependencies import chain_bound
+    from mdmt.bounds.theorems.dependencies import chain_bound
     from mdmt.constructions.reverse.schedules import reveal_probabilities
 
     N, what = exact_smallest_steps("preset:2gram-ter", "ter", 64, "linear")

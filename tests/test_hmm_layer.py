@@ -14,7 +14,7 @@ import torch
 
 from mdmt.constructions.languages.ngram import as_hmm
 from mdmt.constructions.languages.spec import language_from_spec
-from mdmt.constructions.validation import MASK
+from mdmt.runtime.validation import MASK
 from mdmt.empirical.hmm_layer import HMMLayer
 from mdmt.empirical.model import ModelConfig, Transformer, ar_input
 from tests.helpers_empirical import _random_model, masked_layer_laws

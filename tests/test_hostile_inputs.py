@@ -29,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mdmt.constructions.languages import interval_hmm, load_language, preset
-from mdmt.constructions.validation import MASK, regular_file, token_array
+from mdmt.runtime.validation import MASK, regular_file, token_array
 from tests.fuzz_support import ERROR, OK, Worker, outcome
 
 AT_ONCE = 10.0  # seconds: a refusal comes at once (and a FIFO is never opened)
@@ -1026,14 +1026,14 @@ def test_a_stamped_point_is_resumed_as_the_runs_own(tmp_path):
 
 def _library_cases():
     import mdmt.plots  # noqa: F401
-    from mdmt.bounds.adaptive import ser_study, ter_study
-    from mdmt.bounds.atlas import atlas
-    from mdmt.bounds.curves import ser_curve, ter_curve
-    from mdmt.bounds.quantities import instance_quantities
+    from mdmt.bounds.studies.adaptive import ser_study, ter_study
+    from mdmt.bounds.studies.atlas import atlas
+    from mdmt.bounds.studies.curves import ser_curve, ter_curve
+    from mdmt.bounds.refutation.quantities import instance_quantities
     from mdmt.constructions.languages.hmm import HMM
     from mdmt.constructions.reverse.exact import exact_output_law
     from mdmt.constructions.reverse.schedules import reveal_probabilities
-    from mdmt.constructions.validation import seed_of
+    from mdmt.runtime.validation import seed_of
     from mdmt.sweep import run_parts, scheduler_address
 
     q = preset("2gram")
@@ -1073,8 +1073,8 @@ def test_library_arguments_are_refused_naming_the_argument(case):
 def test_certify_claim_takes_the_claim_as_text():
     """Its annotation accepts a string: 'KL <= 1' failed with "'str' object has no attribute 'relation'".  KL of the
     2-gram at L = 4 with two i.i.d. steps is the same whether the claim is given as text or parsed."""
-    from mdmt.bounds.certificate import certify_claim
-    from mdmt.bounds.claims import parse_claim
+    from mdmt.bounds.refutation.certificate import certify_claim
+    from mdmt.bounds.refutation.claims import parse_claim
 
     q = preset("2gram")
     text = certify_claim("KL <= 1", q, 4, "iid", 2)

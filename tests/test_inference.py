@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mdmt.constructions.languages import HMM, NGram
-from mdmt.constructions.validation import MASK
+from mdmt.runtime.validation import MASK
 from mdmt.constructions.languages import inference, ngram_inference
 from tests.reference import all_sequences, hmm_joint, masked_marginal, ngram_joint, posterior_by_enumeration
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mdmt.constructions.languages import decode_token, interval_hmm, pair_consistent, support_size
-from mdmt.constructions.validation import MASK
+from mdmt.runtime.validation import MASK
 from tests.reference import all_sequences, hmm_joint
 
 

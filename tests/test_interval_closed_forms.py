@@ -10,7 +10,7 @@ import pytest
 from mdmt.constructions.languages import interval_hmm
 from mdmt.constructions.reverse.denoisers import BitBiasedInterval
 from mdmt.constructions.reverse.exact import exact_output_law
-from mdmt.bounds.interval_bounds import mismatch_probability, ser_lower_bound
+from mdmt.bounds.theorems.interval_bounds import mismatch_probability, ser_lower_bound
 from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, rho
 from mdmt.constructions.reverse.learning import learning_error
 
@@ -43,7 +43,7 @@ def test_bit_biased_denoiser_respects_the_theorem_44_bound():
 def test_linear_closed_form_and_exact_rho():
     from fractions import Fraction
 
-    from mdmt.bounds.references import rho_exact
+    from mdmt.bounds.verification.references import rho_exact
     from mdmt.constructions.reverse.interval_closed_forms import log_rho_linear
 
     for l, N in ((2, 1), (3, 7), (5, 1000)):

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from mdmt.constructions.confidence import mean_interval
+from mdmt.constructions.reverse.confidence import mean_interval
 from mdmt.constructions.languages import interval_hmm
 from mdmt.constructions.languages.interval import pair_consistent
 from mdmt.constructions.reverse.interval_oracle import IntervalOracle

@@ -1,4 +1,4 @@
-"""Rigorous number types (bounds/intervals.py): interval arrays enclose the exact results; exact log-sums decide signs."""
+"""Rigorous number types (bounds/theorems/intervals.py): interval arrays enclose the exact results; exact log-sums decide signs."""
 
 import math
 from fractions import Fraction
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mdmt.bounds.intervals import Iv, LogSum, arb_bounds, gamma, to_arb
+from mdmt.bounds.theorems.intervals import Iv, LogSum, arb_bounds, gamma, to_arb
 
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
 positive = st.floats(1e-300, 1e6, allow_nan=False, allow_infinity=False)

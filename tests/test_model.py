@@ -8,7 +8,7 @@ pytestmark = pytest.mark.torch
 import numpy as np
 import torch
 
-from mdmt.constructions.validation import MASK
+from mdmt.runtime.validation import MASK
 from mdmt.empirical.model import POSITIONS, ModelConfig, ar_input, subs_log_probs
 from mdmt.empirical.sampling import MDMDenoiser, ar_logits, ar_sample
 from tests.helpers_empirical import _random_model

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from mdmt.constructions.languages.spec import language_from_spec
-from mdmt.constructions.validation import MASK
+from mdmt.runtime.validation import MASK
 from mdmt.empirical.model import ModelConfig, Transformer, ar_input, estimated_bytes
 from mdmt.empirical.ngram_layer import NgramLayer
 from tests.helpers_empirical import _random_model, masked_layer_laws

@@ -1,4 +1,4 @@
-"""numba's cache keyed on the source of the whole package (mdmt.constructions.numba_cache).
+"""numba's cache keyed on the source of the whole package (mdmt.runtime.numba_cache).
 
 numba invalidates a cached kernel only when the kernel's own file changes.  The end-to-end test builds a
 two-file package -- a kernel in one file calling a compiled function of the other -- edits the callee's
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mdmt.constructions import numba_cache
+from mdmt.runtime import numba_cache
 
 SETUP = """
     import os
@@ -23,7 +23,7 @@ SETUP = """
 
     from numba.core import config
 
-    from mdmt.constructions.numba_cache import configure_numba_cache
+    from mdmt.runtime.numba_cache import configure_numba_cache
 
 
     def setup():

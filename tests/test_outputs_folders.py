@@ -27,7 +27,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mdmt.cli import main
-from mdmt.constructions import locks, outputs
+from mdmt.runtime import locks
+from mdmt.runtime import outputs
 
 OUT = "@OUT@"  # replaced by the output path of a case
 

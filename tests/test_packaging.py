@@ -84,14 +84,21 @@ def test_the_import_graph_has_no_cycle():
             visit(node)
 
 
+def test_no_module_has_more_than_600_lines():
+    """One job per module: none of the package's modules is longer than 600 lines (docs/architecture.md)."""
+    long = {name: n for name, path in MODULES.items() if (n := len(Path(path).read_text().splitlines())) > 600}
+    assert not long, f"modules over 600 lines: {long}"
+
+
 def test_layers():
-    """languages < reverse < bounds < empirical < commands: no module imports from a later layer."""
-    order = ["mdmt.constructions.validation", "mdmt.constructions.confidence", "mdmt.constructions.languages",
-             "mdmt.constructions.reverse", "mdmt.bounds", "mdmt.empirical", "mdmt.commands"]
+    """runtime < languages < reverse < the theorems < the rest of bounds < empirical < commands: no module imports
+    from a later layer (mdmt.runtime, input and output and resources, imports nothing else of mdmt)."""
+    order = ["mdmt.runtime", "mdmt.constructions.languages", "mdmt.constructions.reverse", "mdmt.bounds.theorems",
+             "mdmt.bounds", "mdmt.empirical", "mdmt.commands"]
 
     def layer(module):
         ranks = [i for i, prefix in enumerate(order) if module == prefix or module.startswith(prefix + ".")]
-        return max(ranks) if ranks else None
+        return min(ranks, key=lambda i: -len(order[i])) if ranks else None  # the most specific prefix
 
     for name, path in MODULES.items():
         me = layer(name)
@@ -122,7 +129,7 @@ def test_public_api_resolves_and_is_documented():
             assert getattr(mdmt, name) is not None, name
         except MissingExtra:  # a network name (mdmt.train) where PyTorch is not installed: the extra's message
             assert name == "train", name
-    assert mdmt.STATEMENTS and mdmt.verify.__module__ == "mdmt.bounds.verify"
+    assert mdmt.STATEMENTS and mdmt.verify.__module__ == "mdmt.bounds.verification.verify"
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         mdmt.nothing  # noqa: B018
 
@@ -257,8 +264,8 @@ def test_every_public_function_has_type_hints():
 
 
 MYPY_MODULES = ("mdmt.plots", "mdmt.plot_style", "mdmt.figure1_plots", "mdmt.figure", "mdmt.results", "mdmt.sweep",
-                "mdmt.lazy", "mdmt.constructions.types", "mdmt.bounds.curves", "mdmt.bounds.adaptive",
-                "mdmt.bounds.atlas", "mdmt.bounds.verify", "mdmt.bounds.refute", "mdmt.bounds.refute_result",
+                "mdmt.lazy", "mdmt.constructions.types", "mdmt.bounds.studies.curves", "mdmt.bounds.studies.adaptive",
+                "mdmt.bounds.studies.atlas", "mdmt.bounds.verification.verify", "mdmt.bounds.refutation.refute", "mdmt.bounds.refutation.refute_result",
                 "mdmt.constructions.languages.hmm", "mdmt.constructions.languages.ngram",
                 "mdmt.constructions.languages.io", "mdmt.constructions.languages.spec",
                 "mdmt.constructions.reverse.schedules", "mdmt.constructions.reverse.exact")

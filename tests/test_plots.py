@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from mdmt import plots
-from mdmt.bounds.atlas import atlas
-from mdmt.bounds.curves import ser_curve, ter_curve
+from mdmt.bounds.studies.atlas import atlas
+from mdmt.bounds.studies.curves import ser_curve, ter_curve
 from mdmt.cli import main
 from mdmt.constructions.languages.spec import language_from_spec
-from mdmt.constructions.outputs import figure_written_by
+from mdmt.runtime.outputs import figure_written_by
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURE1 = ROOT / "docs" / "results" / "figure1_tiny" / "figure1.json"

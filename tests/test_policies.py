@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mdmt.bounds.dependencies import expected_dependencies
-from mdmt.bounds.atlas import expected_dependencies_from_patterns
+from mdmt.bounds.theorems.dependencies import expected_dependencies
+from mdmt.bounds.studies.atlas import expected_dependencies_from_patterns
 from mdmt.constructions.languages import random_hmm, random_ngram
 from mdmt.constructions.reverse.chain import chain_quantities
 from mdmt.constructions.reverse.denoisers import TemperedOracle
@@ -144,7 +144,7 @@ def test_random_sizes_exact_law_is_the_mixture():
 
 
 def test_iid_policy_matches_the_paper_evaluators():
-    """Two code paths: the policy chain with i.i.d. rates vs exact.py, chain.py and bounds/dependencies.py."""
+    """Two code paths: the policy chain with i.i.d. rates vs exact.py, chain.py and bounds/theorems/dependencies.py."""
     L, N = 6, 3
     pi = reveal_probabilities("cosine", N)
     law = exact_policy_law(NGRAM, L, IID(pi))

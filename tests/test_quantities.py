@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from mdmt.bounds.atlas import atlas
-from mdmt.bounds.claims import ClaimError, parse_claim
-from mdmt.bounds.quantities import instance_quantities
+from mdmt.bounds.studies.atlas import atlas
+from mdmt.bounds.refutation.claims import ClaimError, parse_claim
+from mdmt.bounds.refutation.quantities import instance_quantities
 from mdmt.constructions.languages import NGram, interval_hmm, random_hmm, random_ngram
 from mdmt.constructions.reverse.denoisers import UniformMixture
 

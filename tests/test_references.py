@@ -1,4 +1,4 @@
-"""The independent evaluations of bounds/references.py against definitions by enumeration: reveal-order
+"""The independent evaluations of bounds/verification/references.py against definitions by enumeration: reveal-order
 probabilities, E[D_j], the ordered partitions, KL(q || p_tau) and p_tau per reveal order."""
 
 import itertools
@@ -8,8 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mdmt.bounds import references as R
-from mdmt.bounds.intervals import Iv
+from mdmt.bounds.verification import references as R
+from mdmt.bounds.theorems.intervals import Iv
 from mdmt.constructions.languages import random_hmm
 from mdmt.constructions.languages.ngram import NGram
 from mdmt.constructions.reverse.denoisers import UniformMixture

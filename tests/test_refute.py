@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from mdmt.bounds.claims import ClaimError
-from mdmt.bounds.refute import NUMERIC_TOL, family_of, parse_family, search
+from mdmt.bounds.refutation.claims import ClaimError
+from mdmt.bounds.refutation.refute import NUMERIC_TOL, family_of, parse_family, search
 
 LI_CAI = "KL <= (2 ** ceil(log2(s_max)) - 1) / L * sum_MI"
 CHAIN = "KL <= L * eps + log(V) * E_D"  # Lemma B.9 in total form: a theorem
@@ -70,8 +70,8 @@ def test_the_continuous_refinement_moves_toward_a_violation():
     revealing four tokens at once), keeping the table's zeros."""
     import numpy as np
 
-    from mdmt.bounds.claims import parse_claim
-    from mdmt.bounds.refute import Budget, Candidate, _margins, _nelder_mead, _Search, family_of
+    from mdmt.bounds.refutation.claims import parse_claim
+    from mdmt.bounds.refutation.refute import Budget, Candidate, _margins, _nelder_mead, _Search, family_of
     from mdmt.constructions.languages import random_ngram
 
     claim = parse_claim("KL <= 1")
@@ -93,7 +93,7 @@ def test_the_seed_means_the_same_search_in_any_process():
     import sys
 
     call = 'search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=60, seed=11, certify=False)'
-    code = f"import json\nfrom mdmt.bounds.refute import search\nprint(json.dumps({call}.history))"
+    code = f"import json\nfrom mdmt.bounds.refutation.refute import search\nprint(json.dumps({call}.history))"
     fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     here = search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=60, seed=11, certify=False).history
     assert json.loads(fresh.stdout) == here
@@ -103,7 +103,7 @@ def test_the_seed_means_the_same_search_beside_any_loaded_module(tmp_path):
     """Hypothesis gives an integer draw, now and then, one of the literals of the modules a process has loaded
     from outside site-packages (and caches them under .hypothesis/ in the working folder).  A process that has
     loaded a module full of large literals gets the same instances for a seed, and the search writes nothing
-    in the working folder: it draws booleans only (mdmt.bounds.families.below).  Without that, 200 draws of
+    in the working folder: it draws booleans only (mdmt.bounds.refutation.families.below).  Without that, 200 draws of
     this search take one of these literals as an Algorithm 1 seed."""
     import json
     import subprocess
@@ -113,7 +113,7 @@ def test_the_seed_means_the_same_search_beside_any_loaded_module(tmp_path):
     (tmp_path / "user_module.py").write_text(f"CONSTANTS = [{literals}]\n")
     call = ('search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=200, seed=11, certify=False, '
             'refine=False)')
-    fresh = f"import json\nfrom mdmt.bounds.refute import search\nprint(json.dumps({call}.history))"
+    fresh = f"import json\nfrom mdmt.bounds.refutation.refute import search\nprint(json.dumps({call}.history))"
     runs = []
     for code in (fresh, "import user_module\n" + fresh):
         work = tmp_path / f"run{len(runs)}"
@@ -128,7 +128,7 @@ def test_the_seed_means_the_same_search_beside_any_loaded_module(tmp_path):
 def test_the_boolean_draws_reach_every_value_and_shrink_toward_the_first():
     from hypothesis import find, settings
 
-    from mdmt.bounds.families import below, choice
+    from mdmt.bounds.refutation.families import below, choice
 
     quiet = settings(database=None, max_examples=2000)
     for n in (1, 2, 3, 5, 13, 14):
@@ -163,8 +163,8 @@ def test_the_search_keeps_the_smallest_violation_and_shrinks_it_further():
     """The halved chain bound fails on a copying chain at every L (KL = (L - 1) log 2 > (L - 1) log 2 / 2). Of the
     violations evaluated, the state keeps the smallest (L, N, positive entries); the shrink phase then takes the
     smallest length and number of steps searched that still violate."""
-    from mdmt.bounds.claims import parse_claim
-    from mdmt.bounds.refute import Budget, _Search, family_of
+    from mdmt.bounds.refutation.claims import parse_claim
+    from mdmt.bounds.refutation.refute import Budget, _Search, family_of
 
     claim = parse_claim("KL <= L * eps + log(V) * E_D / 2")
     state = _Search(claim, family_of("ngram:n=2,V=2"), Budget(evaluations=50))
@@ -228,7 +228,7 @@ def test_algorithm_draws_are_coded_by_hand_keeping_each_rows_smallest_entry(monk
     of every row would become a zero (and the row (1, 0, 0) uniform)."""
     import numpy as np
 
-    from mdmt.bounds.families import family
+    from mdmt.bounds.refutation.families import family
     from mdmt.constructions.languages import NGram, random_languages
 
     drawn = NGram(2, [0.25, 0.75, 0.0], [[1 / 7, 2 / 7, 4 / 7], [0.0, 1 / 3, 2 / 3], [1.0, 0.0, 0.0]])
@@ -247,7 +247,7 @@ def test_a_sharded_search_reports_the_smallest_violation_of_any_shard(monkeypatc
     import numpy as np
 
     import mdmt.sweep
-    from mdmt.bounds.refute import Candidate, RefuteResult
+    from mdmt.bounds.refutation.refute import Candidate, RefuteResult
 
     def result(L, margin):
         lang = _copying_chain()

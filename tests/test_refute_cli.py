@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from mdmt.bounds.refute import MAX_EVALUATIONS, Budget, search, shard_seeds
+from mdmt.bounds.refutation.refute import MAX_EVALUATIONS, Budget, search, shard_seeds
 from mdmt.cli import main
 
 LI_CAI = "KL <= (2 ** ceil(log2(s_max)) - 1) / L * sum_MI"

@@ -18,7 +18,7 @@ import time
 import numpy as np
 import pytest
 
-from mdmt.constructions import resources
+from mdmt.runtime import resources
 from mdmt.constructions.languages import NGram, load_language, random_ngram
 from tests.fuzz_support import ERROR, OK, Worker, outcome
 from tests.test_fuzz_cli import forged_npz
@@ -262,7 +262,7 @@ def test_reported_inputs_now_get_a_clear_answer(worker, tmp_path, argv, expected
 
 
 # ----------------------------------------------------------------------------- item 7: outputs
-from mdmt.constructions import outputs  # noqa: E402
+from mdmt.runtime import outputs  # noqa: E402
 
 
 def test_atomic_file_leaves_the_old_file_or_the_new_one(tmp_path):
@@ -550,7 +550,7 @@ def test_an_adaptive_ser_study_too_large_is_refused_naming_the_flag(worker, tmp_
 
 
 def test_adaptive_ser_cost_estimates_grow_with_the_length():
-    from mdmt.bounds.adaptive import min_steps_ser_cost, ser_curve_cost
+    from mdmt.bounds.studies.adaptive import min_steps_ser_cost, ser_curve_cost
 
     small, big = (min_steps_ser_cost(3, 3 * K, "confidence", 0.1, 2000) for K in (64, 10**6))
     assert small[0] < 10**11 and small[1] < 1 << 30 and big[0] > 10**15 and big[1] > 1 << 36
@@ -617,7 +617,7 @@ def test_stale_temporaries_of_a_killed_run_are_removed_by_the_next_run(tmp_path,
 def test_sigterm_inside_atomic_file_removes_the_temporary(tmp_path):
     code = textwrap.dedent(f"""
         import os, signal, time
-        from mdmt.constructions.outputs import atomic_file
+        from mdmt.runtime.outputs import atomic_file
         with atomic_file({str(tmp_path / 'x.bin')!r}, "wb") as fh:
             fh.write(b"x" * 100000)
             os.kill(os.getpid(), signal.SIGTERM)

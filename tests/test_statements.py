@@ -1,4 +1,4 @@
-"""The statements (bounds/statements.py): every derivation step verified, the derivations arrive at the
+"""The statements (bounds/theorems/statements.py): every derivation step verified, the derivations arrive at the
 explicit forms, a wrong constant or a false step is caught, and the library evaluates the statements."""
 
 import dataclasses
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from mdmt.bounds import statements as S
-from mdmt.bounds.certify import (NotCertified, adversarial_joint_laws, certify_nonneg, check_on_laws, joint_laws,
+from mdmt.bounds.theorems import statements as S
+from mdmt.bounds.theorems.certify import (NotCertified, adversarial_joint_laws, certify_nonneg, check_on_laws, joint_laws,
                                  lemma_a1_gap, prove_nonneg)
-from mdmt.bounds.intervals import LogSum
+from mdmt.bounds.theorems.intervals import LogSum
 
 x = sp.Symbol("x", real=True)
 
@@ -150,7 +150,7 @@ def test_theorem_44_bound_at_a_positive_error_and_longer_intervals():
     l = 4, L = 8, pi = (1/4,) * 4: P_distinct = 4!/256 = 3/32, L/l = 2, eps = 1/10: 1 - (1 - e^(-1/5)/2 * 29/32)^2.
     l = 3, L = 9, pi = (1/2, 1/2): P_distinct = 0 (three positions, two steps), L/l = 3, eps = 1/2: 1 - (1 - e^(-1)/2)^3.
     """
-    from mdmt.bounds.interval_bounds import ser_lower_bound
+    from mdmt.bounds.theorems.interval_bounds import ser_lower_bound
 
     cases = [(3, 6, np.full(3, 1 / 3), 0.25, 2 / 9, 1 - (1 - math.exp(-0.5) / 2 * 7 / 9) ** 2),
              (4, 8, np.full(4, 1 / 4), 0.1, 3 / 32, 1 - (1 - math.exp(-0.2) / 2 * 29 / 32) ** 2),
@@ -169,8 +169,8 @@ def test_the_library_evaluates_the_statements(monkeypatch):
     one dependency exactly when both tokens share a step, so E[sum_j D_j] = 1/2^2 + 1/2^2 = 1/2; three positions of
     one interval (l = 3) land on distinct steps of pi = (1/3, 1/3, 1/3) with probability 3!/3^3 = 2/9; the learning
     error reaches each statement unchanged (no rescaling by l or l - 1)."""
-    from mdmt.bounds.dependencies import chain_bound
-    from mdmt.bounds.interval_bounds import mismatch_probability, ser_lower_bound
+    from mdmt.bounds.theorems.dependencies import chain_bound
+    from mdmt.bounds.theorems.interval_bounds import mismatch_probability, ser_lower_bound
 
     calls = []
     for st in (S.CHAIN_BOUND, S.MISMATCH, S.THEOREM_44_BOUND):

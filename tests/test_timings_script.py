@@ -25,7 +25,7 @@ def test_the_baseline_is_the_commits_code_laid_out_as_installed(tmp_path, monkey
     timings = _script()
     tree = timings.baseline_tree("HEAD")
     try:
-        code = "import mdmt, mdmt.bounds.verify as v; print(mdmt.__file__); print(v.__file__)"
+        code = "import mdmt, mdmt.bounds.verification.verify as v; print(mdmt.__file__); print(v.__file__)"
         out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                              env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
         assert out.returncode == 0, out.stderr

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from mdmt.constructions.reverse.learning import learning_error
-from mdmt.constructions.validation import MASK
+from mdmt.runtime.validation import MASK
 from mdmt.empirical.metrics import entropy_rate
 from mdmt.empirical.sampling import MDMDenoiser, ar_sample, ddpm_cache
 from mdmt.empirical.checkpoint import load_checkpoint

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from mdmt.constructions.languages import HMM, NGram
-from mdmt.constructions.validation import MASK
+from mdmt.runtime.validation import MASK
 
 GOOD_PI = [0.5, 0.5]
 GOOD_A = [[0.9, 0.1], [0.2, 0.8]]
@@ -95,7 +95,7 @@ def test_sampling_arguments_are_checked():
 ])
 def test_probabilities_must_be_numbers(value, message):
     """NumPy would turn strings and booleans into numbers silently; mdmt names the entry instead."""
-    from mdmt.constructions.validation import probability_array
+    from mdmt.runtime.validation import probability_array
 
     with pytest.raises(ValueError, match=message):
         probability_array("p", value, 1)
@@ -150,7 +150,7 @@ def test_regular_file_refuses_folders_fifos_and_devices_by_kind(tmp_path):
     """Checked from the file's status, so a FIFO is never opened (opening one blocks until a writer comes)."""
     import os
 
-    from mdmt.constructions.validation import regular_file
+    from mdmt.runtime.validation import regular_file
 
     fifo, f = tmp_path / "fifo", tmp_path / "f.txt"
     os.mkfifo(fifo)

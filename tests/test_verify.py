@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from mdmt.bounds import checks
-from mdmt.bounds import statements as S
-from mdmt.bounds.verify import run_checks, select, verify
+from mdmt.bounds.verification import checks
+from mdmt.bounds.theorems import statements as S
+from mdmt.bounds.verification.verify import run_checks, select, verify
 from mdmt.cli import main
 
 # families whose bound some embedded instance attains or comes within 1 % of, so a 1 % tightening fails
@@ -75,7 +75,7 @@ def test_the_library_and_the_command_line_run_the_same_set_by_default(monkeypatc
     import inspect
 
     seen = []
-    monkeypatch.setattr("mdmt.bounds.verify.run_checks", lambda quick, *a, **k: seen.append(quick) or [])
+    monkeypatch.setattr("mdmt.bounds.verification.verify.run_checks", lambda quick, *a, **k: seen.append(quick) or [])
     assert verify()["quick"] is False and verify(quick=True)["quick"] is True
     assert inspect.signature(run_checks).parameters["quick"].default is False
     assert main(["verify", "--json", "-k", "^T43u$"]) == 0 and main(["verify", "--quick", "--json", "-k", "^T43u$"]) == 0
@@ -130,7 +130,7 @@ def test_cli_formats_and_exit_status(capsys, monkeypatch):
     assert all(len(line) <= 120 for line in text.splitlines()) and "instances:" in text
 
     bad = checks.Row("T43u", "x", "seeded", (1.0, 1.0), (0.0, 0.0), "<=", "exact", False, -1.0)
-    monkeypatch.setattr("mdmt.bounds.verify.run_checks", lambda *a, **k: [bad])
+    monkeypatch.setattr("mdmt.bounds.verification.verify.run_checks", lambda *a, **k: [bad])
     assert main(["verify", "--quick"]) == 1
     assert "VIOLATED T43u/x/seeded" in capsys.readouterr().out
 
@@ -150,7 +150,9 @@ def _scaled(fn, factor, key=None):
 
 def _seed_mistake(monkeypatch, which):
     """One mistake in the layer beyond the paper, seeded by replacing a library function (no compiled code changes)."""
-    from mdmt.bounds import atlas, certify, intervals
+    from mdmt.bounds.studies import atlas
+    from mdmt.bounds.theorems import certify
+    from mdmt.bounds.theorems import intervals
     from mdmt.constructions.reverse import information, policies, policy_exact
 
     if which == "random-size rate halved":
@@ -220,7 +222,8 @@ def _seed_mistake(monkeypatch, which):
             return out
         monkeypatch.setattr(NGram, "posterior_marginals", swapped)
     elif which == "ball log2 divided by 2":
-        from mdmt.bounds import claim_arithmetic, claims
+        from mdmt.bounds.refutation import claim_arithmetic
+        from mdmt.bounds.refutation import claims
 
         real = claim_arithmetic._ball
 
@@ -237,19 +240,19 @@ def _seed_mistake(monkeypatch, which):
         real = learning.learning_error
         monkeypatch.setattr(learning, "learning_error", lambda *a, **k: {**real(*a, **k), "max": real(*a, **k)["mean"]})
     elif which == "dyadic rounding down":
-        from mdmt.bounds import certificate
+        from mdmt.bounds.refutation import certificate
 
         real = certificate.dyadic_rows
         monkeypatch.setattr(certificate, "dyadic_rows", lambda P, bits=20: real(
             np.floor(np.asarray(P, dtype=np.float64) * 2.0 ** bits) / 2.0 ** bits, bits))
     elif which == "Algorithm draws coded without their 1 +":
-        from mdmt.bounds.families import Family
+        from mdmt.bounds.refutation.families import Family
 
         real = Family.drawn_codes
         monkeypatch.setattr(Family, "drawn_codes", lambda self, *a: tuple(max(c - 1, 0) for c in real(self, *a)))
     elif which == "certifier deciding from float64 margins":
-        from mdmt.bounds import certificate
-        from mdmt.bounds.quantities import instance_quantities
+        from mdmt.bounds.refutation import certificate
+        from mdmt.bounds.refutation.quantities import instance_quantities
 
         def unsound(claim, language, L, process="iid", N=None, interval=None):
             values = instance_quantities(language, L, process, N, interval=interval)
@@ -284,8 +287,8 @@ def test_the_families_beyond_the_paper_catch_seeded_mistakes(monkeypatch, which,
 def test_the_interval_family_checks_both_ends_of_every_enclosure(monkeypatch, op, lost):
     """Each interval operation seeded to lose one end of its enclosure ([lo, lo] or [hi, hi]: the lost end of a wide
     interval's exact result lies outside) must be caught by IA, whichever end it loses (on 40 random intervals)."""
-    from mdmt.bounds import intervals
-    from mdmt.bounds.checks_beyond import interval_rows
+    from mdmt.bounds.theorems import intervals
+    from mdmt.bounds.verification.checks_beyond import interval_rows
 
     assert all(r.holds for r in interval_rows(40))
     real = getattr(intervals.Iv, op)
@@ -303,7 +306,7 @@ def test_the_jobs_in_worker_processes_give_the_rows_of_one_process(monkeypatch):
     the jobs did run in other processes (a job that reports its process id)."""
     import os
 
-    from mdmt.bounds import verify as V
+    from mdmt.bounds.verification import verify as V
 
     pattern = "C3|T43u|B11|AV|IT"  # cheap families, and one job of every instance (its total correlations)
     one, two = run_checks(True, pattern, processes=1), run_checks(True, pattern, processes=2)
@@ -330,8 +333,8 @@ def test_the_checks_import_no_scipy_stats_until_an_interval_is_drawn():
     import subprocess
     import sys
 
-    code = ("import sys, mdmt.bounds.verify, mdmt.bounds.atlas; print('scipy.stats' in sys.modules); "
-            "from mdmt.constructions.confidence import wilson_interval; lo, hi = wilson_interval(3, 10); "
+    code = ("import sys, mdmt.bounds.verification.verify, mdmt.bounds.studies.atlas; print('scipy.stats' in sys.modules); "
+            "from mdmt.constructions.reverse.confidence import wilson_interval; lo, hi = wilson_interval(3, 10); "
             "print('scipy.stats' in sys.modules, round(lo, 6), round(hi, 6))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr

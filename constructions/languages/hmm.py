@@ -23,8 +23,8 @@ import numpy as np
 from mdmt.constructions.types import ArrayLike
 
 from . import inference
-from ..resources import check_memory, check_work, threads
-from ..validation import DEFAULT_ATOL, as_rng, positive_int, probability_array, token_array
+from mdmt.runtime.resources import check_memory, check_work, threads
+from mdmt.runtime.validation import DEFAULT_ATOL, as_rng, positive_int, probability_array, token_array
 
 
 def dense_hmm_bytes(n_states: int, n_symbols: int) -> int:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from ..numba_cache import configure_numba_cache
+from mdmt.runtime.numba_cache import configure_numba_cache
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 

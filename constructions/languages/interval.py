@@ -23,8 +23,8 @@ import itertools
 import numpy as np
 
 from .hmm import HMM
-from ..resources import check_memory
-from ..validation import positive_int, token_array
+from mdmt.runtime.resources import check_memory
+from mdmt.runtime.validation import positive_int, token_array
 
 MAX_INTERVAL_LENGTH = 6  # the state space grows like 2^(l^2/4)
 

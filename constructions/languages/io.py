@@ -34,9 +34,9 @@ import numpy as np
 
 from mdmt.constructions.types import Language, PathLike
 
-from ..outputs import atomic_file
-from ..resources import check_memory, format_bytes
-from ..validation import DuplicateKeyError, json_loads_unique, regular_file  # noqa: F401  (DuplicateKeyError: also exported here)
+from mdmt.runtime.outputs import atomic_file
+from mdmt.runtime.resources import check_memory, format_bytes
+from mdmt.runtime.validation import DuplicateKeyError, json_loads_unique, regular_file  # noqa: F401  (DuplicateKeyError: also exported here)
 from .hmm import HMM
 from .ngram import NGram
 
@@ -158,7 +158,7 @@ def save_language(language: Language, path: PathLike, *, name: str | None = None
     """Write ``language`` to ``path``: NumPy's ``.npz`` for that extension (any case), JSON for any other.
 
     ``name`` and ``metadata`` (a JSON-serialisable dict) are stored alongside.  The file is
-    written atomically (:func:`mdmt.constructions.outputs.atomic_file`): on any error, a full
+    written atomically (:func:`mdmt.runtime.outputs.atomic_file`): on any error, a full
     disk included, ``path`` keeps its old content and an ``OutputError`` names it.
     """
     path = Path(path)

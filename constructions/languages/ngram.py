@@ -16,7 +16,7 @@ the law of the first n-1 tokens, the state emits its first token
 deterministically, and the window slides by drawing the next token from the
 n-gram conditional.  Tokens beyond position L are summed out, so the HMM's law
 on V^L is the n-gram's for every L >= 1 (see :meth:`NGram.to_hmm`, which builds it
-when its dense matrices fit the memory limit of :mod:`mdmt.constructions.resources`).
+when its dense matrices fit the memory limit of :mod:`mdmt.runtime.resources`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from mdmt.constructions.types import ArrayLike
 
 from . import ngram_inference
 from .hmm import HMM, check_sample_size, dense_hmm_bytes
-from ..resources import check_memory, check_work
-from ..validation import DEFAULT_ATOL, as_rng, positive_int, probability_array, token_array
+from mdmt.runtime.resources import check_memory, check_work
+from mdmt.runtime.validation import DEFAULT_ATOL, as_rng, positive_int, probability_array, token_array
 
 MAX_ORDER = 64
 """Largest n-gram order accepted (contexts are int64 indices; with |V| >= 2 a larger table cannot exist)."""

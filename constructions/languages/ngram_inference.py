@@ -26,7 +26,7 @@ revealed token is one chain-rule factor, O(1), so a fully revealed sequence cost
 * :func:`sample` -- ancestral sampling that consumes the random stream exactly as the HMM
   sampler does on the equivalent HMM, so a seed gives the same sequences on either path.
 
-Each routine's memory and work are estimated first (:mod:`mdmt.constructions.resources`).
+Each routine's memory and work are estimated first (:mod:`mdmt.runtime.resources`).
 The tests check every routine against the equivalent HMM and against brute-force
 enumeration.
 """
@@ -40,7 +40,7 @@ from functools import cached_property
 import numba as nb
 import numpy as np
 
-from ..resources import check_memory, check_work, threads, work_limit
+from mdmt.runtime.resources import check_memory, check_work, threads, work_limit
 from .inference import _cdf, _draw, sample_by_uniforms, settle_underflow
 from .ngram_reach import (  # noqa: F401 -- the support check's tables and kernels; all re-exported (they were defined here)
     _DE_BRUIJN as _DE_BRUIJN,
@@ -59,7 +59,7 @@ from .ngram_reach import (  # noqa: F401 -- the support check's tables and kerne
     _window_contexts as _window_contexts,
     trailing_zeros as trailing_zeros,
 )
-from ..numba_cache import configure_numba_cache
+from mdmt.runtime.numba_cache import configure_numba_cache
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 

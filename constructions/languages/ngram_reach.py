@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import numba as nb
 import numpy as np
 
-from ..resources import check_memory
-from ..numba_cache import configure_numba_cache
+from mdmt.runtime.resources import check_memory
+from mdmt.runtime.numba_cache import configure_numba_cache
 
 if TYPE_CHECKING:
     from .ngram_inference import NGramTables

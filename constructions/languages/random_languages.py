@@ -64,8 +64,8 @@ import numpy as np
 
 from .hmm import HMM
 from .ngram import NGram, check_order
-from ..resources import check_memory
-from ..validation import as_rng, positive_int
+from mdmt.runtime.resources import check_memory
+from mdmt.runtime.validation import as_rng, positive_int
 from mdmt.constructions.types import Language, Seed
 
 KAPPA = 8.0

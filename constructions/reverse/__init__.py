@@ -1,6 +1,6 @@
 """The reverse process: schedules, denoisers, the exact output law, the proof-chain quantities,
 the oracle sampler at any L, sample metrics, the learning error and the interval HMM's exact SER
-(its Theorem 4.4 bounds are in :mod:`mdmt.bounds.interval_bounds`).
+(its Theorem 4.4 bounds are in :mod:`mdmt.bounds.theorems.interval_bounds`).
 
 The names below are loaded from their submodules on first use, so that importing one submodule
 (e.g. ``mdmt.constructions.reverse.chain``) does not import the sampler, the Monte Carlo

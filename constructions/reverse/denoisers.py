@@ -25,7 +25,7 @@ import numpy as np
 from mdmt.constructions.types import Language
 
 from ..languages.interval import partners
-from ..validation import MASK
+from mdmt.runtime.validation import MASK
 
 
 class _FromOracle:

@@ -27,7 +27,7 @@ from ..languages.ngram import check_language
 from .chain import chain_quantities
 from .schedules import as_pi, expected_nfe, p_distinct, reveal_rates
 from .tables import Tables, build_tables, check_exact_size, denoiser_table, support_table
-from ..numba_cache import configure_numba_cache
+from mdmt.runtime.numba_cache import configure_numba_cache
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 

@@ -34,9 +34,9 @@ import scipy.sparse as sp
 
 from mdmt.constructions.types import Language, Seed
 
-from ..confidence import mean_interval
+from .confidence import mean_interval
 from ..languages.ngram import NGram, as_hmm
-from ..validation import as_rng, positive_int
+from mdmt.runtime.validation import as_rng, positive_int
 from .chain import subset_entropies
 from .tables import Tables, log_q_on_grid
 

@@ -21,8 +21,8 @@ with at least one same-step pair then fails with probability >= p_e, given the p
     SER >= 1 - (1 - p_e(eps) (1 - P_distinct(l; pi)))^(L/l)    for every schedule.
 
 The two bounds are the statements ``MISMATCH`` and ``THEOREM_44_BOUND`` of
-:mod:`mdmt.bounds.statements` (derived and checked there), evaluated by
-:mod:`mdmt.bounds.interval_bounds`; this module holds the exact oracle values.
+:mod:`mdmt.bounds.theorems.statements` (derived and checked there), evaluated by
+:mod:`mdmt.bounds.theorems.interval_bounds`; this module holds the exact oracle values.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from ..validation import positive_int
+from mdmt.runtime.validation import positive_int
 from .schedules import as_pi, log_convolve, p_distinct
 from mdmt.constructions.types import RevealProbabilities
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..languages.interval import MAX_INTERVAL_LENGTH, partners
-from ..validation import MASK, positive_int, token_array
+from mdmt.runtime.validation import MASK, positive_int, token_array
 
 
 class IntervalOracle:

@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from ..validation import as_rng, positive_int
+from mdmt.runtime.validation import as_rng, positive_int
 from .policies import Policy, score_table
 from .policy_sampler import is_adaptive, reveal_loop, select
 from .interval_closed_forms import check_lengths
@@ -123,7 +123,7 @@ def check_oracle_scores(l: int, policies=(), what: str | None = None) -> None:
     """Refuse (the memory guard) an interval length whose oracle scores do not fit, when one of ``policies`` (SPECs;
     empty: any) is a rule that scores tokens -- i.i.d. and fixed-order rules have closed forms and need none.
     ``what`` names the input in the message (default: ``interval length l = L``)."""
-    from ..resources import check_memory, format_count
+    from mdmt.runtime.resources import check_memory, format_count
     from .policies import ORDERS
 
     l = positive_int("interval length l", l, minimum=2)

@@ -38,7 +38,7 @@ import numpy as np
 
 from mdmt.constructions.types import Denoiser, Language, RevealProbabilities, Seed
 
-from ..validation import MASK, as_rng, positive_int
+from mdmt.runtime.validation import MASK, as_rng, positive_int
 from .chain import _log_pred_terms, chain_quantities
 from .tables import Tables, build_tables, denoiser_table
 
@@ -113,7 +113,7 @@ def _exact(language, denoiser, L: int, tables: Tables | None, pi, quantiles) -> 
 
 
 def _monte_carlo(language, denoiser, L: int, num: int, seed, batch: int, quantiles, level: float) -> dict:
-    from ..confidence import mean_interval  # scipy.stats: imported by the Monte Carlo method only
+    from .confidence import mean_interval  # scipy.stats: imported by the Monte Carlo method only
 
     num = positive_int("num", num)
     batch = positive_int("batch", batch)

@@ -20,7 +20,7 @@ import numpy as np
 
 from mdmt.constructions.types import ArrayLike, Language
 
-from ..confidence import binomial_interval, mean_interval
+from .confidence import binomial_interval, mean_interval
 
 KEYS = ("num", "length", "ser", "ser_ci", "ser_interval", "off_support", "gen_nll_per_token", "gen_nll_ci",
         "gen_perplexity", "gen_perplexity_ci", "in_support_perplexity")

@@ -62,9 +62,9 @@ import numpy as np
 
 from mdmt.defaults import POLICY_FORMS
 
-from ..validation import positive_int
+from mdmt.runtime.validation import positive_int
 from .schedules import as_pi, expected_nfe as iid_expected_nfe, parse_schedule, reveal_probabilities, reveal_rates
-from ..numba_cache import configure_numba_cache
+from mdmt.runtime.numba_cache import configure_numba_cache
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 

@@ -35,7 +35,7 @@ from mdmt.constructions.types import Denoiser, Language
 from .exact import ExactResult
 from .policies import FIXED, NO_SCORE, RATE, SIZE, Policy, score_table, step_count, step_cut
 from .tables import Tables, build_tables, denoiser_table, support_table
-from ..numba_cache import configure_numba_cache
+from mdmt.runtime.numba_cache import configure_numba_cache
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 

@@ -29,12 +29,12 @@ import time
 import numba as nb
 import numpy as np
 
-from ..confidence import mean_interval
-from ..validation import MASK, as_rng, positive_int
+from .confidence import mean_interval
+from mdmt.runtime.validation import MASK, as_rng, positive_int
 from .denoisers import oracle_denoiser
 from .policies import FIXED, RATE, SIZE, Policy, score_table, step_count, step_cut
 from .sampler import SampleResult, draw_tokens
-from ..numba_cache import configure_numba_cache
+from mdmt.runtime.numba_cache import configure_numba_cache
 from mdmt.constructions.types import Denoiser, Language, Seed
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source

@@ -53,10 +53,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..confidence import mean_interval
+from .confidence import mean_interval
 from ..languages.ngram import NGram, as_hmm
-from ..resources import check_memory
-from ..validation import MASK, as_rng, positive_int
+from mdmt.runtime.resources import check_memory
+from mdmt.runtime.validation import MASK, as_rng, positive_int
 from .denoisers import oracle_denoiser
 from .sampler_kernels import (  # noqa: F401 -- the message kernels; all of them re-exported (they were defined here)
     _DEAD as _DEAD,

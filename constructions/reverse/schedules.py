@@ -57,9 +57,9 @@ import weakref
 import numba as nb
 import numpy as np
 
-from ..resources import check_memory
-from ..validation import positive_int
-from ..numba_cache import configure_numba_cache
+from mdmt.runtime.resources import check_memory
+from mdmt.runtime.validation import positive_int
+from mdmt.runtime.numba_cache import configure_numba_cache
 from mdmt.constructions.types import ArrayLike, RevealProbabilities
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source

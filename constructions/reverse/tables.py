@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..languages.ngram import as_hmm, check_language
-from ..validation import MASK, positive_int
+from mdmt.runtime.validation import MASK, positive_int
 
 MAX_STATES = 1 << 23  # (V+1)^L partial assignments held in memory
 _CHUNKS = 4  # fixed work split of a step (results do not depend on the number of threads)

@@ -11,7 +11,7 @@ the strict build would refuse.
 A target is found as Sphinx finds it: ``~`` shows its last part only, a bare or leading-dot name is looked
 up in the object's own scope and then its parents', and a name exported lazily by ``mdmt`` (``mdmt.refute``)
 is the object it stands for.  The identifiers are those of the source tree that mkdocstrings reads
-(``bounds.curves.ter_curve`` for the installed ``mdmt.bounds.curves.ter_curve``).
+(``bounds.studies.curves.ter_curve`` for the installed ``mdmt.bounds.studies.curves.ter_curve``).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def rendered() -> set[str]:
 
 def source_path(path: str) -> str:
     """The source-tree identifier of an installed path (``mdmt.bounds.x`` -> ``bounds.x``); a name that
-    ``mdmt`` exports lazily (``mdmt.refute``) becomes the object's own path (``bounds.refute.search``)."""
+    ``mdmt`` exports lazily (``mdmt.refute``) becomes the object's own path (``bounds.refutation.refute.search``)."""
     parts = path.split(".")
     if parts[0] == "mdmt" and len(parts) > 1 and parts[1] in SUBPACKAGES:
         return ".".join(parts[1:])

@@ -161,7 +161,7 @@ def load_language(spec: str, flag: str = "--language"):
         link = " (a symbolic link to a missing target)" if Path(text).is_symlink() else ""
         raise FileNotFoundError(exc.errno, f"{flag} {text}: no such file{link}") from None
     except ValueError as exc:
-        from mdmt.constructions.resources import LimitSettingError
+        from mdmt.runtime.resources import LimitSettingError
 
         if isinstance(exc, LimitSettingError):  # the environment's limit, named as such: not the language's fault
             raise
@@ -198,7 +198,7 @@ def schedule_pi(spec: str, N: int) -> np.ndarray:
 
     ``--steps N`` is checked against the memory limit first, naming the flag (N + 1 grid points of a
     huge N would otherwise wrap around in NumPy)."""
-    from mdmt.constructions.resources import check_memory
+    from mdmt.runtime.resources import check_memory
     from mdmt.constructions.reverse.schedules import reveal_probabilities
 
     if isinstance(N, int) and N >= 1:
@@ -269,11 +269,11 @@ def clean(obj):
 
 
 def with_provenance(obj):
-    """``obj`` with the provenance block of this command (:func:`mdmt.provenance.record`) under ``"provenance"``.
+    """``obj`` with the provenance block of this command (:func:`mdmt.runtime.provenance.record`) under ``"provenance"``.
 
     A dict gets the key (unless it already has one); a list is wrapped as ``{"rows": [...], "provenance": ...}``.
     """
-    from mdmt.provenance import record
+    from mdmt.runtime.provenance import record
 
     if isinstance(obj, dict):
         return obj if "provenance" in obj else {**obj, "provenance": record()}

@@ -48,7 +48,7 @@ def _outputs(p, what):
 
 def written_by_mdmt(kind: str, fmt: str = "png") -> dict:
     """The files of an ``adaptive ser|ter`` folder and how each is recognised as mdmt's (the folder rule of --out)."""
-    from mdmt.constructions.outputs import csv_header_is, figure_written_by, json_with_provenance
+    from mdmt.runtime.outputs import csv_header_is, figure_written_by, json_with_provenance
     from mdmt.plots import figure_files
 
     name, columns = f"adaptive_{kind}", SER_COLUMNS if kind == "ser" else TER_COLUMNS
@@ -105,9 +105,9 @@ def run(args) -> int:
     command = {"sample": _sample, "exact": _exact, "ser": _ser, "ter": _ter}[args.kind]
     if not (getattr(args, "out", None) and args.kind in ("ser", "ter")):
         return command(args)
-    from mdmt.constructions.locks import output_lock
-    from mdmt.constructions.outputs import check_output_folder
-    from mdmt.provenance import record
+    from mdmt.runtime.locks import output_lock
+    from mdmt.runtime.outputs import check_output_folder
+    from mdmt.runtime.provenance import record
 
     # before the work: a file there that mdmt did not write is refused unless --force, and one run writes at a time
     same = written_by_mdmt(args.kind, args.format)
@@ -142,7 +142,7 @@ def _sample(args) -> int:
     from mdmt.constructions.reverse.policies import parse_policy
     from mdmt.constructions.reverse.policy_sampler import sample_policy, teacher_forced_estimate
 
-    from mdmt.constructions.resources import check_memory
+    from mdmt.runtime.resources import check_memory
 
     _check_instance(args)
     at_least("--num", args.num)
@@ -214,7 +214,7 @@ def _check_target(target: float, what: str) -> float:
 
 
 def _ser(args) -> int:
-    from mdmt.bounds.adaptive import ser_steps_grid, ser_study
+    from mdmt.bounds.studies.adaptive import ser_steps_grid, ser_study
     from mdmt.constructions.reverse.policies import split_policies
 
     ls = int_list("--interval-lengths", args.interval_lengths, minimum=2)
@@ -240,7 +240,7 @@ def _check_ser_size(args, ls, Ks, specs, steps, target) -> None:
 
     The curves are charged to ``--curve-length``, the searches to ``--intervals``; both scale with ``--num``.
     """
-    from mdmt.bounds.adaptive import min_steps_ser_cost, ser_curve_cost
+    from mdmt.bounds.studies.adaptive import min_steps_ser_cost, ser_curve_cost
     from mdmt.constructions.reverse.interval_policies import check_oracle_scores
 
     for l in ls:  # the adaptive rules score the 2^(l-1) tokens of the interval HMM: refused before any work
@@ -258,7 +258,7 @@ def _check_ser_size(args, ls, Ks, specs, steps, target) -> None:
 def _check_ter_size(args, spec, lengths, specs, target) -> None:
     """Refuse (resource guard) a TER study whose Monte Carlo searches need too much work or memory, charged to
     ``--lengths`` (each search draws --num trajectories of L positions for each N it tries)."""
-    from mdmt.bounds.adaptive import MC_BYTES_PER_ENTRY, study_part_cost
+    from mdmt.bounds.studies.adaptive import MC_BYTES_PER_ENTRY, study_part_cost
 
     _check_costs(f"--lengths {max(lengths)}: the TER searches ({len(specs)} policies, --num {args.num})",
                  ((int(study_part_cost(("ter min", spec, L, p, target, args.num, args.seed))),
@@ -269,7 +269,7 @@ def _check_ter_size(args, spec, lengths, specs, target) -> None:
 def _check_costs(what: str, costs, alternative: str) -> None:
     """The resource guard on parts run one after another: their (operations, peak bytes) costs add up in
     operations, and the largest peak is the memory they need."""
-    from mdmt.constructions.resources import check_memory, check_work
+    from mdmt.runtime.resources import check_memory, check_work
 
     ops = peak = 0
     for o, m in costs:
@@ -306,7 +306,7 @@ def _pivot(mins, ls, specs, Ks):
 
 
 def _ter(args) -> int:
-    from mdmt.bounds.adaptive import ter_study
+    from mdmt.bounds.studies.adaptive import ter_study
     from mdmt.constructions.reverse.policies import split_policies
 
     spec = args.language or "preset:3gram-ter"
@@ -345,7 +345,7 @@ def _save(res, out, name, provenance):
 
     from ._common import clean
 
-    from mdmt.constructions.outputs import make_folder, write_text
+    from mdmt.runtime.outputs import make_folder, write_text
 
     folder = make_folder(Path(out))
     res["provenance"] = provenance
@@ -354,7 +354,7 @@ def _save(res, out, name, provenance):
 
 
 def _csv(path, rows, keys):
-    from mdmt.constructions.outputs import write_csv
+    from mdmt.runtime.outputs import write_csv
 
     from ._common import clean
 

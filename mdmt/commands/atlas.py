@@ -38,8 +38,8 @@ def outputs(fmt: str = "png") -> tuple:
 
 def written_by_mdmt(fmt: str = "png") -> dict:
     """How each file of an atlas folder is recognised as mdmt's (the folder rule of --out, docs/reliability.md)."""
-    from mdmt.bounds.atlas import COLUMNS, SWEEP_KEYS
-    from mdmt.constructions.outputs import csv_header_starts, figure_written_by, json_with_provenance
+    from mdmt.bounds.studies.atlas import COLUMNS, SWEEP_KEYS
+    from mdmt.runtime.outputs import csv_header_starts, figure_written_by, json_with_provenance
     from mdmt.plots import figure_files
 
     return {"atlas.csv": lambda p: csv_header_starts(p, COLUMNS) or csv_header_starts(p, SWEEP_KEYS + COLUMNS),
@@ -51,9 +51,9 @@ def written_by_mdmt(fmt: str = "png") -> dict:
 def run(args) -> int:
     if not args.out:
         return _run(args, None)
-    from mdmt.constructions.locks import output_lock
-    from mdmt.constructions.outputs import check_output_folder
-    from mdmt.provenance import record
+    from mdmt.runtime.locks import output_lock
+    from mdmt.runtime.outputs import check_output_folder
+    from mdmt.runtime.provenance import record
 
     name_list("--processes", args.processes, "reverse process")
     # before the work: a file there that mdmt did not write is refused unless --force, and one run writes at a time
@@ -77,7 +77,7 @@ def _instances(args) -> tuple[list[str], list[int], list[int]]:
 
 
 def _run(args, prov) -> int:
-    from mdmt.bounds.atlas import atlas_sweep
+    from mdmt.bounds.studies.atlas import atlas_sweep
 
     processes = ",".join(name_list("--processes", args.processes, "reverse process"))
     at_least("--jobs", args.jobs)
@@ -109,8 +109,8 @@ def _write(res: dict, out: str, provenance: dict, fmt: str = "png") -> None:
     import json
     from pathlib import Path
 
-    from mdmt.bounds.atlas import COLUMNS, SWEEP_KEYS, sweep_rows
-    from mdmt.constructions.outputs import make_folder, write_csv, write_text
+    from mdmt.bounds.studies.atlas import COLUMNS, SWEEP_KEYS, sweep_rows
+    from mdmt.runtime.outputs import make_folder, write_csv, write_text
 
     from mdmt.plots import save_figures
 

@@ -15,7 +15,7 @@ def run(args) -> int:
     from mdmt.constructions.languages import interval_hmm, save_language
     from mdmt.constructions.languages.interval import check_interval_length
     from mdmt.constructions.languages.io import written_for
-    from mdmt.constructions.outputs import check_output_file
+    from mdmt.runtime.outputs import check_output_file
 
     try:
         l = check_interval_length(args.interval_length)

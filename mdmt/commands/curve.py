@@ -55,7 +55,7 @@ def _finite(flag: str, value, low: float = 0.0, low_open: bool = False, high: fl
     return value
 
 
-MAX_SER_LENGTH = 1 << 27  # the O(L) P_distinct of the Theorem 4.3 bound (mdmt.bounds.curves.p_distinct_linear)
+MAX_SER_LENGTH = 1 << 27  # the O(L) P_distinct of the Theorem 4.3 bound (mdmt.bounds.studies.curves.p_distinct_linear)
 
 
 def _check_ser(l: int, L: int) -> None:
@@ -75,8 +75,8 @@ def _check_ser(l: int, L: int) -> None:
 
 
 def run(args) -> int:
-    from mdmt.bounds.curves import ser_curve, ter_curve
-    from mdmt.constructions.outputs import check_output_file, csv_header_is, figure_written_by, write_csv
+    from mdmt.bounds.studies.curves import ser_curve, ter_curve
+    from mdmt.runtime.outputs import check_output_file, csv_header_is, figure_written_by, write_csv
 
     header = HEADERS[args.kind]
     if args.force and not (args.csv or args.plot):

@@ -60,8 +60,8 @@ def run(args) -> int:
         spec = DataSpec(language=args.language, seed=args.seed, num_train=args.num, num_val=args.num_val,
                         length=args.length)
         folder = Path(args.out)
-        from mdmt.constructions.locks import output_lock
-        from mdmt.constructions.outputs import check_output_folder
+        from mdmt.runtime.locks import output_lock
+        from mdmt.runtime.outputs import check_output_folder
 
         with output_lock(check_output_folder(folder)):  # one writer per --out: a second run is refused at once
             stored = ensure(folder, spec, language, force=args.force)

@@ -14,11 +14,11 @@ def add_arguments(p):
 
 MAX_STEPS = 10 ** 7  # the per-step table has N rows
 ROW_COST = 25_000  # operations per row of the per-step output, text or JSON (about 25 microseconds each, measured)
-OPS_PER_UNIT = 16  # operations per unit of bounds.dependencies.dependency_work (measured: about 13 ns each)
+OPS_PER_UNIT = 16  # operations per unit of bounds.theorems.dependencies.dependency_work (measured: about 13 ns each)
 
 
 def run(args) -> int:
-    from mdmt.bounds.dependencies import check_dependency_work, expected_dependencies_per_step
+    from mdmt.bounds.theorems.dependencies import check_dependency_work, expected_dependencies_per_step
 
     at_least("--n", args.n, 2)
     at_least("--length", args.length, 1)
@@ -26,8 +26,8 @@ def run(args) -> int:
     if args.steps > MAX_STEPS:
         raise ValueError(f"--steps N = {args.steps}: the per-step table has N rows; mdmt's limit is N <= {MAX_STEPS}")
     check_dependency_work(args.n, args.length, args.steps)  # before the schedule is built
-    from mdmt.bounds.dependencies import dependency_work
-    from mdmt.constructions.resources import check_work
+    from mdmt.bounds.theorems.dependencies import dependency_work
+    from mdmt.runtime.resources import check_work
 
     check_work(f"--steps {args.steps}: E[D_j] at each of the {args.steps} steps and their table",
                OPS_PER_UNIT * dependency_work(args.n, args.length, args.steps) + ROW_COST * args.steps,

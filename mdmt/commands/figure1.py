@@ -69,7 +69,7 @@ def written_by_mdmt(cfg, fmt: str = "png") -> dict:
     (any other is refused, :func:`mdmt.empirical.experiments.read_point`), and a checkpoint is resumed only if
     its digest checks.
     """
-    from mdmt.constructions.outputs import csv_header_starts, figure_written_by, read_json_document
+    from mdmt.runtime.outputs import csv_header_starts, figure_written_by, read_json_document
     from mdmt.empirical.experiments import needs_networks, slug
     from mdmt.plots import figure_files
 
@@ -98,10 +98,10 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from mdmt.constructions.locks import output_lock
-    from mdmt.constructions.outputs import check_output_folder, write_text
+    from mdmt.runtime.locks import output_lock
+    from mdmt.runtime.outputs import check_output_folder, write_text
     from mdmt.empirical.experiments import Figure1, Figure1Config, markdown_tables
-    from mdmt.provenance import describe, record
+    from mdmt.runtime.provenance import describe, record
 
     if not names(args.ter_languages) and not names(args.ser_languages):
         raise ValueError("--ter-languages and --ser-languages are both empty: give at least one language")

@@ -125,8 +125,8 @@ def run(args) -> int:
     from mdmt.constructions.languages import save_language
     from mdmt.constructions.languages.io import written_for
     from mdmt.constructions.languages.random_languages import pruned_fraction, random_hmm, random_ngram
-    from mdmt.constructions.outputs import check_output_file
-    from mdmt.constructions.resources import check_memory
+    from mdmt.runtime.outputs import check_output_file
+    from mdmt.runtime.resources import check_memory
 
     if args.list:
         return _list(args)

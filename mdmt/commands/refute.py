@@ -48,7 +48,7 @@ def written_by_mdmt(claim: str, family: str) -> dict:
     from pathlib import Path
 
     from mdmt.constructions.languages.io import read_document
-    from mdmt.constructions.outputs import json_with_provenance, read_json_document
+    from mdmt.runtime.outputs import json_with_provenance, read_json_document
 
     def same_claim(text) -> bool:
         return isinstance(text, str) and "".join(text.split()) == "".join(claim.split())
@@ -70,9 +70,9 @@ def written_by_mdmt(claim: str, family: str) -> dict:
 
 
 def run(args) -> int:
-    from mdmt.bounds.claims import parse_claim
-    from mdmt.bounds.families import family
-    from mdmt.bounds.refute import Budget
+    from mdmt.bounds.refutation.claims import parse_claim
+    from mdmt.bounds.refutation.families import family
+    from mdmt.bounds.refutation.refute import Budget
     from mdmt.constructions.reverse.policies import parse_policy
 
     claim = parse_claim(args.claim)  # every input is checked before the search starts
@@ -87,7 +87,7 @@ def run(args) -> int:
         budget = Budget.parse(args.budget)
     except ValueError as exc:
         raise ValueError(f"--budget {args.budget}: {str(exc).partition(': ')[2] or exc}") from None
-    from mdmt.bounds.refute import check_search_work
+    from mdmt.bounds.refutation.refute import check_search_work
 
     check_search_work(fam.n_symbols, lengths, steps, budget)  # the work of the search, before a schedule is built
     for process in processes:
@@ -97,7 +97,7 @@ def run(args) -> int:
             raise ValueError(f"--processes {process}: {exc}") from None
     at_least("--shards", args.shards)
     at_least("--jobs", args.jobs)
-    from mdmt.bounds.refute import MAX_SHARDS
+    from mdmt.bounds.refutation.refute import MAX_SHARDS
     from mdmt.sweep import MAX_JOBS
 
     if args.shards > MAX_SHARDS:
@@ -109,9 +109,9 @@ def run(args) -> int:
         raise ValueError("--jobs and --scheduler run shards: give --shards K (K > 1) too")
     if not args.out:
         return _run(args, claim, fam, lengths, steps, processes, budget, None)
-    from mdmt.constructions.locks import output_lock
-    from mdmt.constructions.outputs import check_output_folder
-    from mdmt.provenance import record
+    from mdmt.runtime.locks import output_lock
+    from mdmt.runtime.outputs import check_output_folder
+    from mdmt.runtime.provenance import record
 
     check_output_folder(args.out, files=OUTPUTS, force=args.force, same=written_by_mdmt(claim.text, fam.spec))
     with output_lock(args.out):
@@ -119,7 +119,7 @@ def run(args) -> int:
 
 
 def _run(args, claim, fam, lengths, steps, processes, budget, prov) -> int:
-    from mdmt.bounds.refute import search
+    from mdmt.bounds.refutation.refute import search
 
     res = search(claim, fam, lengths, steps, processes, budget=budget, seed=args.seed, progress=not args.no_progress,
                  shards=args.shards, jobs=args.jobs, scheduler=args.scheduler)
@@ -160,7 +160,7 @@ def _write(res, report: dict, out: str, prov: dict) -> None:
     from pathlib import Path
 
     from mdmt.constructions.languages import save_language
-    from mdmt.constructions.outputs import make_folder, write_text
+    from mdmt.runtime.outputs import make_folder, write_text
 
     from ._common import clean
 

@@ -54,8 +54,8 @@ def load_network(path: str, language: str | None, length: int | None, device=Non
 def run(args) -> int:
     if not args.out:
         return _run(args)
-    from mdmt.constructions.locks import output_lock
-    from mdmt.constructions.outputs import check_output_file
+    from mdmt.runtime.locks import output_lock
+    from mdmt.runtime.outputs import check_output_file
 
     check_output_file(args.out, force=True)  # a folder or a missing folder is named before the lock is taken
     with output_lock(args.out, folder=False):  # one writer per --out: a second run is refused at once
@@ -76,7 +76,7 @@ def _run(args) -> int:
         raise ValueError("--force applies to --out (it lets the samples replace a file mdmt did not write)")
     header = out_path = None
     if args.out:  # checked before sampling: a bad --out fails at once, not after the work
-        from mdmt.constructions.outputs import check_output_file
+        from mdmt.runtime.outputs import check_output_file
 
         source = (f"--checkpoint {args.checkpoint}" if args.checkpoint else "") + \
             (f" --language {args.language}" if args.language else "")
@@ -126,7 +126,7 @@ def _run(args) -> int:
         out["assignment_kl_per_token_nats"] = est["kl_per_token_nats"]
         out["assignment_kl_ci"] = est["ci"]
     if out_path is not None:
-        from mdmt.constructions.outputs import atomic_file
+        from mdmt.runtime.outputs import atomic_file
 
         with atomic_file(out_path, "w") as fh:
             fh.write(header)

@@ -35,8 +35,8 @@ _NPY_MAGIC = b"\x93NUMPY"
 def read_npy_sequences(path: Path, n_symbols: int) -> list[np.ndarray]:
     """The sequences of a .npy array of integer tokens, each checked against the vocabulary in the array's own
     dtype (no wrap-around: uint64 2**64-1 is refused, not read as -1); errors name the sequence and position."""
-    from mdmt.constructions.resources import check_memory, format_bytes
-    from mdmt.constructions.validation import token_array
+    from mdmt.runtime.resources import check_memory, format_bytes
+    from mdmt.runtime.validation import token_array
 
     try:
         with open(path, "rb") as fh:
@@ -65,8 +65,8 @@ def read_npy_sequences(path: Path, n_symbols: int) -> list[np.ndarray]:
 
 def read_sequences(path, n_symbols: int) -> list[np.ndarray]:
     """Parse the sequence file (text, or a .npy array); errors name the line (or sequence, position) and token."""
-    from mdmt.constructions.resources import check_memory
-    from mdmt.constructions.validation import regular_file
+    from mdmt.runtime.resources import check_memory
+    from mdmt.runtime.validation import regular_file
 
     path = regular_file(path, f"--sequences {path}")
     with open(path, "rb") as fh:

@@ -65,7 +65,7 @@ def _check_vocab(model: str, vocab: int) -> None:
 def run(args) -> int:
     import torch
 
-    from mdmt.constructions.resources import check_memory
+    from mdmt.runtime.resources import check_memory
     from mdmt.empirical.model import ModelConfig, Transformer, estimated_bytes
     from mdmt.empirical.sampling import MDMDenoiser, ar_sample, ddpm_cache
     from mdmt.empirical.device import torch_device

@@ -152,7 +152,7 @@ def written_by_mdmt() -> dict:
     ``ckpt.pt`` itself is never overwritten: an existing one is resumed (``--resume``, which checks its
     digest) or refused.
     """
-    from mdmt.constructions.outputs import json_with_provenance
+    from mdmt.runtime.outputs import json_with_provenance
 
     def digest(p) -> bool:  # mdmt's own format, sha256sum's or upper-case hex (mdmt.empirical.checkpoint)
         from mdmt.empirical.checkpoint import MAX_DIGEST_BYTES, parse_digest
@@ -166,8 +166,8 @@ def run(args) -> int:
     import os
     from contextlib import nullcontext
 
-    from mdmt.constructions.locks import output_lock
-    from mdmt.constructions.outputs import check_output_folder
+    from mdmt.runtime.locks import output_lock
+    from mdmt.runtime.outputs import check_output_folder
 
     # before the work: a file there that mdmt did not write is refused unless --force, and one run writes at a
     # time (under torchrun, rank 0 holds the lock for all ranks)
@@ -186,7 +186,7 @@ def _run(args) -> int:
     from mdmt.empirical.data import check_length
     from mdmt.empirical.model import PRESETS
     from mdmt.empirical.train import TrainConfig, TrainingInterrupted, train
-    from mdmt.provenance import record
+    from mdmt.runtime.provenance import record
 
     for flag, value, least in (("--train-steps", args.train_steps, 1), ("--batch", args.batch, 1),
                                ("--length", args.length, 1), ("--learning-error-num", args.learning_error_num, 0),
@@ -263,6 +263,6 @@ def _run(args) -> int:
 def _write_summary(path, summary: dict) -> None:
     import json
 
-    from mdmt.constructions.outputs import write_text
+    from mdmt.runtime.outputs import write_text
 
     write_text(path, json.dumps(clean(summary), indent=1, allow_nan=False) + "\n")

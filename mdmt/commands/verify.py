@@ -107,7 +107,7 @@ def run(args) -> int:
         if given:
             raise ValueError(f"--pytest runs the proof check alone; it takes no {', '.join(given)}")
         return run_pytest()
-    from mdmt.bounds.verify import verify
+    from mdmt.bounds.verification.verify import verify
 
     fmt = "json" if args.json else args.format
     progress = None

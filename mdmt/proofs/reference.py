@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 
-from mdmt.bounds.brute_force import all_sequences
+from mdmt.bounds.verification.brute_force import all_sequences
 
 
 def assignments(N: int, L: int):

@@ -5,7 +5,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mdmt.bounds.dependencies import dependencies_for_assignment, expected_dependencies_per_step
+from mdmt.bounds.theorems.dependencies import dependencies_for_assignment, expected_dependencies_per_step
 from mdmt.proofs.reference import assignments, dependencies_by_definition
 
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from mdmt.constructions.languages import interval_hmm
 from mdmt.constructions.reverse.exact import exact_output_law
-from mdmt.bounds.interval_bounds import ser_lower_bound
+from mdmt.bounds.theorems.interval_bounds import ser_lower_bound
 from mdmt.constructions.reverse.interval_closed_forms import oracle_ser
 
 

@@ -14,7 +14,7 @@ is at most a target (bisection on N: exact for the closed forms; for Monte Carlo
 decision uses the point estimate, and the interval at the answer is reported).
 ``ser_point_cost``, ``ser_curve_cost`` and ``min_steps_ser_cost`` estimate the operations and the
 peak memory of each before it runs (for the resource guard,
-:mod:`mdmt.constructions.resources`): a Monte Carlo point keeps (num, L) arrays and does O(num L)
+:mod:`mdmt.runtime.resources`): a Monte Carlo point keeps (num, L) arrays and does O(num L)
 work per step; an i.i.d. point builds its N-step schedule.
 
 TER on an n-gram (Theorem 4.2): the Monte Carlo upper bound E[log q(x) - log p_traj(x)]/L on the
@@ -31,18 +31,18 @@ from typing import Iterable
 
 import numpy as np
 
-from mdmt.constructions.confidence import mean_interval
+from mdmt.constructions.reverse.confidence import mean_interval
 from mdmt.constructions.reverse.interval_closed_forms import oracle_ser, oracle_ser_linear
 from mdmt.constructions.reverse.interval_policies import fixed_order_ser, pattern_run
 from mdmt.constructions.reverse.policies import IID, EntropySum, FixedOrder, Threshold, parse_policy
 from mdmt.constructions.reverse.policy_sampler import teacher_forced_estimate
 from mdmt.constructions.reverse.schedules import expected_nfe
-from mdmt.constructions.validation import positive_int
+from mdmt.runtime.validation import positive_int
 
 from mdmt.defaults import SER_POLICIES, TER_POLICIES  # noqa: F401  (the studies' defaults, defined once)
 from mdmt.results import Result
 
-from .interval_bounds import ser_lower_bound
+from ..theorems.interval_bounds import ser_lower_bound
 
 THRESHOLD_GRID = (0.5, 0.7, 0.9, 0.95, 0.99)
 GAMMA_GRID = (0.05, 0.2, 0.5, 1.0, 2.0, 4.0)

@@ -26,8 +26,8 @@ import numba as nb
 import numpy as np
 
 from mdmt.constructions.reverse.schedules import as_pi, revealed_before
-from mdmt.constructions.validation import positive_int
-from mdmt.constructions.numba_cache import configure_numba_cache
+from mdmt.runtime.validation import positive_int
+from mdmt.runtime.numba_cache import configure_numba_cache
 from mdmt.constructions.types import RevealProbabilities
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source

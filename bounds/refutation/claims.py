@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-# the arithmetic of the language, re-exported on purpose: mdmt.bounds.claims keeps every name it had
+# the arithmetic of the language, re-exported on purpose: mdmt.bounds.refutation.claims keeps every name it had
 from .claim_arithmetic import EULER_GAMMA as EULER_GAMMA
 from .claim_arithmetic import EXACT_BITS as EXACT_BITS
 from .claim_arithmetic import FUNCTIONS as FUNCTIONS
@@ -153,7 +153,7 @@ def _build(node: ast.AST, text: str, depth: int) -> Node:
 
 def _exact_zero(claim: "Claim", values: dict):
     """An exact ball of the margin where it is exactly 0 (decided without balls), else None."""
-    from .intervals import LogSum, arb_module
+    from ..theorems.intervals import LogSum, arb_module
 
     try:
         m = _exact(claim.rhs, values) - _exact(claim.lhs, values)
@@ -320,7 +320,7 @@ class Claim:
         known: a margin that these decide exactly (sums, differences, rational multiples) is returned as an exact
         ball, so that ``KL < KL`` has the margin 0 and not a ball around it.
         """
-        from .intervals import arb_module, to_arb
+        from ..theorems.intervals import arb_module, to_arb
 
         self._missing(values)
         arb, ctx = arb_module()
@@ -384,7 +384,7 @@ def _check_constants(node: Node) -> None:
         for a in node.args:
             _check_constants(a)
         return
-    from .intervals import arb_module
+    from ..theorems.intervals import arb_module
 
     arb, ctx = arb_module()
     old = ctx.prec

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from .intervals import U, gamma
+from ..theorems.intervals import U, gamma
 
 ULP_LIB = 4  # accuracy of log, exp, log1p, expm1, cos, pow, lgamma, in ulps (assumed)
 

@@ -3,7 +3,7 @@ certification and interval arithmetic, each against a second code path.
 
 Families (``mdmt verify -k KEY``):
 
-``AB``  every bound of the atlas (:mod:`mdmt.bounds.atlas`) holds where its assumption does, on
+``AB``  every bound of the atlas (:mod:`mdmt.bounds.studies.atlas`) holds where its assumption does, on
         random n-gram and HMM instances, with and without learning error; and each is attained on
         its tight instance: Li & Cai's at L = 2, N = 1 (KL = I(X_1; X_2), by enumeration), the chain
         bound (C4) on a copying chain revealed at once ((L - 1) log|V|), ParallelBench's lower
@@ -49,7 +49,7 @@ from mdmt.constructions.reverse.denoisers import UniformMixture
 
 from . import brute_force as bf
 from .checks import Row, agree, exact_row
-from .intervals import Iv, LogSum, arb_module
+from ..theorems.intervals import Iv, LogSum, arb_module
 
 ATLAS_TOL = 1e-9  # relative tolerance of the atlas's "holds" decisions (float64 sums of at most 3^L terms)
 LAW_TOL = 1e-12  # |p_library - p_enumerated| on V^L (both float64, at most a few hundred terms per entry)
@@ -111,7 +111,7 @@ AB_FULL = (  # added by the full run
 
 
 def atlas_rows(quick: bool = True) -> list[Row]:
-    from .atlas import atlas
+    from ..studies.atlas import atlas
 
     rows = []
     for key, make, L, N, lam in AB_INSTANCES + (() if quick else AB_FULL):
@@ -163,7 +163,7 @@ def atlas_value_rows() -> list[Row]:
     from mdmt.constructions.reverse.policies import (CONFIDENCE, MARGIN, NEG_ENTROPY, balanced_sizes, cut_weights,
                                                       fixed_order, score_table)
 
-    from .atlas import atlas, random_sizes_bound
+    from ..studies.atlas import atlas, random_sizes_bound
 
     rows = []
     ln2 = _ln(2)
@@ -215,7 +215,7 @@ def atlas_value_rows() -> list[Row]:
 # ----------------------------------------------------------------------------- AX: documented failures
 
 def expected_failure_rows() -> list[Row]:
-    from .atlas import atlas
+    from ..studies.atlas import atlas
 
     rows = []
     # Li & Cai under top-k confidence: binary 3-gram (seed 7, temperature 1), L = 5, N = 3.  The KL comes from the
@@ -278,7 +278,7 @@ def information_rows() -> list[Row]:
     # the Monte Carlo estimators' intervals (mean_interval) against scipy's one-sample t confidence interval
     from scipy import stats
 
-    from mdmt.constructions.confidence import mean_interval
+    from mdmt.constructions.reverse.confidence import mean_interval
 
     rng = np.random.default_rng(7)
     for num, level in ((10, 0.95), (400, 0.999), (4000, 0.9)):
@@ -360,7 +360,7 @@ CE_QUICK = {("A3", 0), ("pe", 3), ("T42N", 1), ("T43N", 0), ("T44C", 0), ("T43",
 
 
 def certification_rows(quick: bool = True) -> list[Row]:
-    from .statements import ALL, Identity, OnLaws
+    from ..theorems.statements import ALL, Identity, OnLaws
 
     rows = []
 
@@ -371,7 +371,7 @@ def certification_rows(quick: bool = True) -> list[Row]:
         return Row("CE", inst, f"{case}: {what}", (0.0, 0.0), (0.0, 0.0), "step", "exact" if ok else "FAILED", ok,
                    0.0, math.nan, f"{res.method}: {res.detail}"[:200])
 
-    from .certify import NotCertified, certify_nonneg
+    from ..theorems.certify import NotCertified, certify_nonneg
 
     x = sp.Symbol("x", real=True)
     cases = (  # (case, rhs - lhs, domain, true?); a box budget of 60: the true ones need at most 40
@@ -429,7 +429,7 @@ OP_INSTANCES = (  # n-grams of order 3 and 4 (contexts of two and three digits: 
 def posterior_rows() -> list[Row]:
     """The languages' own posterior_marginals (the n-gram's forward-backward over contexts, the HMM's) at every
     partial sequence against q(x_i = v | x_U) summed from the joint table of :mod:`.references`."""
-    from mdmt.constructions.validation import MASK
+    from mdmt.runtime.validation import MASK
 
     rows = []
     for key, make, L in OP_INSTANCES:

@@ -41,8 +41,8 @@ from typing import Iterable
 
 import numpy as np
 
-from mdmt.constructions.resources import ResourceError
-from mdmt.constructions.validation import positive_int
+from mdmt.runtime.resources import ResourceError
+from mdmt.runtime.validation import positive_int
 
 from .claims import Claim, ClaimError, parse_claim
 from .families import SHRINK_ENTRIES, Family, parse_family  # noqa: F401  (parse_family: public here)
@@ -70,10 +70,10 @@ def evaluation_work(V: int, L: int, N: int) -> int:
 
 
 def check_search_work(V: int, lengths, steps, budget: "Budget") -> None:
-    """Refuse (:class:`~mdmt.constructions.resources.ResourceError`, naming the flag) a search whose evaluations would
+    """Refuse (:class:`~mdmt.runtime.resources.ResourceError`, naming the flag) a search whose evaluations would
     take more than ``MDMT_MAX_WORK`` operations, before anything is built: one evaluation at the largest length and
     number of steps, and a budget of evaluations of them."""
-    from mdmt.constructions.resources import check_work
+    from mdmt.runtime.resources import check_work
     from mdmt.constructions.reverse.tables import check_exact_size
 
     L, N = max(lengths), max(steps)
@@ -413,7 +413,7 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
     from mdmt.constructions.reverse.tables import check_exact_size
 
     check_exact_size(fam.n_symbols, max(lengths))  # every evaluation is exact: refuse what cannot be, before it starts
-    from mdmt.constructions.validation import seed_value
+    from mdmt.runtime.validation import seed_value
 
     seed = seed_value(seed) if seed is not None else 0  # 1.5 is refused, never truncated to 1
     shards = positive_int("shards", shards)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdmt.constructions.validation import positive_int
+from mdmt.runtime.validation import positive_int
 
 FAMILY_KEYS = {"ngram": ("n", "V"), "hmm": ("S", "V")}
 SHRINK_ENTRIES = 64  # Hypothesis shrinks the codes of a family with at most this many table entries; its shrinker's

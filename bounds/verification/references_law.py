@@ -22,7 +22,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .intervals import Iv, exact_log
+from ..theorems.intervals import Iv, exact_log
 
 
 def frac(x) -> Fraction:

@@ -69,7 +69,7 @@ CLAIMS = (
 
 
 def _claim_rows() -> list[Row]:
-    from .claims import parse_claim
+    from ..refutation.claims import parse_claim
 
     rows = []
     for k, (text, values, margin) in enumerate(CLAIMS):
@@ -102,8 +102,8 @@ def _copy(start=(0.5, 0.5)) -> NGram:
 def _quantity_rows() -> list[Row]:
     from mdmt.constructions.reverse.denoisers import UniformMixture
 
-    from .certificate import exact_quantities
-    from .quantities import instance_quantities
+    from ..refutation.certificate import exact_quantities
+    from ..refutation.quantities import instance_quantities
 
     lang = _copy()
     # By hand, on 000 and 111 with probability 1/2 each, L = 3, every position revealed at step 1 ("uniform", N = 1):
@@ -125,8 +125,8 @@ def _quantity_rows() -> list[Row]:
 
 
 def _certificate_rows() -> list[Row]:
-    from .certificate import certify_claim, dyadic_language, dyadic_rows
-    from .claims import parse_claim
+    from ..refutation.certificate import certify_claim, dyadic_language, dyadic_rows
+    from ..refutation.claims import parse_claim
 
     rows = []
     lang = _copy()
@@ -167,8 +167,8 @@ def _certificate_rows() -> list[Row]:
 def _family_rows() -> list[Row]:
     from mdmt.constructions.languages.random_languages import random_hmm, random_ngram
 
-    from .certificate import tables_of
-    from .families import family
+    from ..refutation.certificate import tables_of
+    from ..refutation.families import family
 
     rows = []
     for spec, draw in (("ngram:n=2,V=3", lambda t, c, s: random_ngram(2, 3, t, c, seed=s)),

@@ -36,11 +36,11 @@ from mdmt.constructions.languages.hmm import HMM
 from mdmt.constructions.languages.ngram import NGram
 from mdmt.constructions.reverse.policies import (IID, EntropySum, FixedOrder, RandomSizes, Sizes, Threshold, TopK,
                                                   fixed_step_sizes, parse_policy)
-from mdmt.constructions.validation import positive_int
+from mdmt.runtime.validation import positive_int
 from mdmt.constructions.types import Language
 
-from . import brute_force as bf
-from .intervals import LogSum, to_arb
+from ..verification import brute_force as bf
+from ..theorems.intervals import LogSum, to_arb
 
 if TYPE_CHECKING:
     from .claims import Claim
@@ -129,7 +129,7 @@ def exact_quantities(language, L: int, process: str = "iid", N: int | None = Non
     ``language`` is taken as the rational numbers its float tables hold (round it first with
     :func:`dyadic_language` for short denominators).
     """
-    from .references import (ChainEval, Partitions, Reference, expected_dependencies_exact, p_distinct_exact,
+    from ..verification.references import (ChainEval, Partitions, Reference, expected_dependencies_exact, p_distinct_exact,
                               partition_probabilities)
 
     L = positive_int("L", L)

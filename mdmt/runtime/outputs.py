@@ -15,7 +15,7 @@
   names the files it will write there (``files=``), and each one present must be mdmt's: its
   content says so (:func:`json_with_provenance`, :func:`csv_header_is`, :func:`csv_header_starts`,
   :func:`png_written_by`, or a command's own markers).
-* One run writes an output at a time: :func:`mdmt.constructions.locks.output_lock`.
+* One run writes an output at a time: :func:`mdmt.runtime.locks.output_lock`.
 * Every ``OSError`` on an output path becomes an :class:`OutputError` (a ``ValueError``) with a
   one-line message naming the path and the reason; the ``mdmt`` command line prints it as
   ``mdmt <command>: error: ...`` with exit status 2.
@@ -380,7 +380,7 @@ def csv_header_starts(path, columns) -> bool:
     return _csv_head(path)[:len(columns)] == list(columns)
 
 
-_RECORD_KEYS = ("command", "commit", "started")  # what every provenance record (mdmt.provenance.record) holds
+_RECORD_KEYS = ("command", "commit", "started")  # what every provenance record (mdmt.runtime.provenance.record) holds
 JSON_LIMIT = 64 << 20  # bytes: a larger file is not read to find out whether mdmt wrote it
 
 
@@ -396,7 +396,7 @@ def read_json_document(path, limit: int = JSON_LIMIT):
 
 
 def is_provenance(record) -> bool:
-    """Whether ``record`` is a provenance block of mdmt (:func:`mdmt.provenance.record`)."""
+    """Whether ``record`` is a provenance block of mdmt (:func:`mdmt.runtime.provenance.record`)."""
     return isinstance(record, dict) and all(isinstance(record.get(k), str) for k in _RECORD_KEYS)
 
 

@@ -189,8 +189,8 @@ def teacher_forced_by_trajectories(X: np.ndarray, q, denoise, rule, max_steps: i
     These are the float chain's ``total_correlation`` and the pattern law's dependencies of
     :func:`mdmt.constructions.reverse.policy_exact.teacher_forced`, by another road.
     """
-    from .dependencies import dependencies_for_assignment
-    from .intervals import LogSum
+    from ..theorems.dependencies import dependencies_for_assignment
+    from ..theorems.intervals import LogSum
 
     L = X.shape[1]
     q = [Fraction(v) for v in q]

@@ -168,5 +168,5 @@ def cache_write_error(exc: BaseException) -> str | None:
             "NUMBA_CACHE_DIR to a folder with room")
 
 
-if __name__ == "__main__":  # python -m mdmt.constructions.numba_cache: print the folder in use
+if __name__ == "__main__":  # python -m mdmt.runtime.numba_cache: print the folder in use
     print(configure_numba_cache() or "no keyed folder", file=sys.stdout)

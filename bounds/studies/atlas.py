@@ -8,7 +8,7 @@ gets one row with, all exact (enumeration over trajectories, docs/atlas.md):
 ``total_correlation`` E sum_j TC(X_{S_j} | x_{U_j}) and ``learning`` (C2 of docs/theorems.md);
 ``chain_bound``       Feng et al.'s chain (C4): log|V| E[sum_j D_j] + learning, n-grams only, evaluated from
                       the statement ``CHAIN_BOUND`` of :mod:`.statements`.  For the paper's i.i.d. reveal
-                      steps this is ``mdmt.bounds.dependencies.chain_bound`` with
+                      steps this is ``mdmt.bounds.theorems.dependencies.chain_bound`` with
                       the exact E[sum_j D_j]; for the other processes the same separator argument is
                       applied to the process's own law of (U_j, S_j) (TC(X_S | x_U) <= D(U, S) log|V|
                       holds for every U, S and x_U);
@@ -45,14 +45,14 @@ from mdmt.constructions.reverse.policies import (IID, EntropySum, FixedOrder, Ra
 from mdmt.constructions.reverse.policy_exact import exact_policy_law, teacher_forced
 from mdmt.constructions.reverse.schedules import expected_nfe
 from mdmt.constructions.reverse.tables import build_tables, denoiser_table
-from mdmt.constructions.validation import positive_int
+from mdmt.runtime.validation import positive_int
 
 from mdmt.defaults import ATLAS_PROCESSES
 from mdmt.results import Result
 from mdmt.constructions.types import Denoiser, Language
 
-from .dependencies import dependencies_for_assignment, expected_dependencies
-from .statements import CHAIN_BOUND
+from ..theorems.dependencies import dependencies_for_assignment, expected_dependencies
+from ..theorems.statements import CHAIN_BOUND
 
 DEFAULT_PROCESSES = ATLAS_PROCESSES  # every family the atlas knows (mdmt.defaults)
 COLUMNS = ("process", "expected_nfe", "kl", "kl_bits_per_token", "ser", "assignment_kl", "total_correlation",

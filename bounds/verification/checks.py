@@ -30,7 +30,7 @@ from mdmt.constructions.reverse.schedules import (WarmStart, expected_nfe, p_dis
                                                   reveal_rates, revealed_before)
 
 from . import rounding
-# the rows and instances, re-exported on purpose: mdmt.bounds.checks keeps every name it had
+# the rows and instances, re-exported on purpose: mdmt.bounds.verification.checks keeps every name it had
 from .check_rows import Instance as Instance
 from .check_rows import Row as Row
 from .check_rows import _pair as _pair
@@ -39,12 +39,12 @@ from .check_rows import decide as decide
 from .check_rows import exact_row as exact_row
 from .check_rows import schedule as schedule
 from .check_rows import to_logsum as to_logsum
-from .dependencies import dependencies_for_assignment, expected_dependencies_per_step
-from .interval_bounds import mismatch_probability, ser_lower_bound
-from .intervals import Iv, LogSum, arb_module
+from ..theorems.dependencies import dependencies_for_assignment, expected_dependencies_per_step
+from ..theorems.interval_bounds import mismatch_probability, ser_lower_bound
+from ..theorems.intervals import Iv, LogSum, arb_module
 from .references import (IntervalLaw, Reference, dependencies_by_segments, expected_dependencies_exact, frac, kl_from,
                          p_distinct_exact, partition_probabilities, ser_from)
-from .statements import (ALL, CHAIN_BOUND, LEMMA_A1, LEMMA_B8, MISMATCH, SEPARATORS, THEOREM_42, THEOREM_42_DEPENDENCIES,
+from ..theorems.statements import (ALL, CHAIN_BOUND, LEMMA_A1, LEMMA_B8, MISMATCH, SEPARATORS, THEOREM_42, THEOREM_42_DEPENDENCIES,
                          THEOREM_42_STEPS, THEOREM_43, THEOREM_44, THEOREM_44_ANY, THEOREM_44_BOUND, UNION_BOUND,
                          theorem_42_steps)
 
@@ -502,7 +502,7 @@ def interval_rows(quick: bool) -> list[Row]:
 
 def curve_rows() -> list[Row]:
     """The curves' step counts are the extreme ones (certified with the exact oracle SER and E[D_j])."""
-    from .curves import critical_c, min_steps_ter, ter_target
+    from ..studies.curves import critical_c, min_steps_ter, ter_target
 
     rows = []
     for l, L in ((5, 1000), (3, 300), (2, 100)):

@@ -221,7 +221,7 @@ def _exact(node: Node, values: dict):
     """The value as an exact number (int, Fraction, LogSum) where + - and rational factors keep it one."""
     from fractions import Fraction
 
-    from .intervals import LogSum
+    from ..theorems.intervals import LogSum
 
     k = node.kind
     if k == "num":

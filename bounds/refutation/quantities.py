@@ -1,10 +1,10 @@
-"""The value of every claim quantity (:data:`mdmt.bounds.claims.QUANTITIES`) on one instance, exactly.
+"""The value of every claim quantity (:data:`mdmt.bounds.refutation.claims.QUANTITIES`) on one instance, exactly.
 
 An instance is a language, a length L, a reverse process (a policy SPEC of
 :mod:`mdmt.constructions.reverse.policies`: ``iid[:SCHEDULE]``, ``uniform``, ``random:LAW``,
 ``confidence``, ``margin``, ``entropy``, ``threshold:TAU``, ``entropy-sum:GAMMA``, ``stride``,
 ``blocks``), a number of steps N and a denoiser (the oracle by default).  Every quantity comes
-from mdmt's exact evaluators, through the atlas's :func:`~mdmt.bounds.atlas.process_law` (which
+from mdmt's exact evaluators, through the atlas's :func:`~mdmt.bounds.studies.atlas.process_law` (which
 ``mdmt verify`` checks):
 
 * ``KL``, ``SER``, ``NFE``: the exact output law (Eq. 3 of Feng et al. for ``iid``, the policy
@@ -14,14 +14,14 @@ from mdmt's exact evaluators, through the atlas's :func:`~mdmt.bounds.atlas.proc
 * ``E_TC``: E sum_j TC(X_{S_j} | x_{U_j}) along x ~ q (the chain's expectation for ``iid``, the
   teacher-forced chain otherwise);
 * ``E_D`` (n-grams): E[sum_j D_j] of Lemma B.9, from the schedule for ``iid``
-  (:func:`~mdmt.bounds.dependencies.expected_dependencies`) and from the process's own law of
-  (U_j, S_j) otherwise (:func:`~mdmt.bounds.atlas.expected_dependencies_from_patterns`);
+  (:func:`~mdmt.bounds.theorems.dependencies.expected_dependencies`) and from the process's own law of
+  (U_j, S_j) otherwise (:func:`~mdmt.bounds.studies.atlas.expected_dependencies_from_patterns`);
 * ``P_distinct`` (the interval HMM, ``iid``): P_distinct(l; pi) of Theorem 4.4;
 * ``s_max``: the largest step size of a process with fixed sizes.
 
 A quantity that does not apply to the instance (``n`` of an HMM, ``E_D`` without separators,
 ``s_max`` of an adaptive rule whose sizes depend on the tokens) is absent from the result; a claim
-that names it cannot be evaluated there (:meth:`mdmt.bounds.claims.Claim.margin` says which).
+that names it cannot be evaluated there (:meth:`mdmt.bounds.refutation.claims.Claim.margin` says which).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import math
 
 from mdmt.constructions.languages.ngram import NGram
 from mdmt.constructions.reverse.policies import IID, fixed_step_sizes, parse_policy
-from mdmt.constructions.validation import positive_int
+from mdmt.runtime.validation import positive_int
 from mdmt.constructions.types import Denoiser, Language
 
 
@@ -45,7 +45,7 @@ def instance_quantities(language: Language, L: int, process: str = "iid", N: int
     from mdmt.constructions.reverse.schedules import p_distinct
     from mdmt.constructions.reverse.tables import build_tables, denoiser_table
 
-    from .atlas import process_law
+    from ..studies.atlas import process_law
 
     L = positive_int("L", L)
     policy = parse_policy(process, N)

@@ -48,7 +48,7 @@ def _dependencies_rational(n: int, L: int, pi) -> list[Fraction]:
     """
     import flint
 
-    from .dependencies import transfer_matrix
+    from ..theorems.dependencies import transfer_matrix
 
     d = 2 * n
     out, a = [], Fraction(0)
@@ -71,7 +71,7 @@ def expected_dependencies_exact(n: int, L: int, pi, exact: bool = True, prec: in
         return _dependencies_rational(n, L, pi)
     import flint
 
-    from .dependencies import transfer_matrix
+    from ..theorems.dependencies import transfer_matrix
 
     d = 2 * n
     old = flint.ctx.prec

@@ -36,7 +36,7 @@ from mdmt.constructions.reverse.denoisers import BitBiasedInterval, TemperedOrac
 from mdmt.constructions.reverse.schedules import WarmStart, reveal_probabilities
 from mdmt.constructions.reverse.tables import build_tables, support_table
 
-from .intervals import Iv, LogSum, arb_bounds
+from ..theorems.intervals import Iv, LogSum, arb_bounds
 from .references import ChainEval, Partitions, Reference, schedule_exact
 
 # ----------------------------------------------------------------------------- rows and verdicts
@@ -170,7 +170,7 @@ def exact_row(family, instance, case, value, bound, relation, note="") -> Row:
 
 @dataclass
 class Instance:
-    """A small language with exact evaluation set-ups (see bounds/verify.py for the embedded ones)."""
+    """A small language with exact evaluation set-ups (see bounds/verification/verify.py for the embedded ones)."""
 
     key: str  # short label, e.g. "ng2"
     description: str

@@ -1,7 +1,7 @@
 """Independent evaluations for ``mdmt verify``: exact or certified, by other code paths than the library.
 
 Everything here is computed from definitions, without the library's algorithms
-(constructions/reverse/*, bounds/dependencies.py's scan):
+(constructions/reverse/*, bounds/theorems/dependencies.py's scan):
 
 * the law q of a small language, exactly, and its partial-assignment table (:mod:`.references_law`,
   with the two arithmetic back ends); from them the subset entropies H(X_W) and the posterior rows
@@ -32,8 +32,8 @@ from functools import cached_property
 
 import numpy as np
 
-from .intervals import Iv, LogSum
-from .intervals import exact_log as exact_log
+from ..theorems.intervals import Iv, LogSum
+from ..theorems.intervals import exact_log as exact_log
 from .references_law import Cert as Cert
 from .references_law import Exact as Exact
 from .references_law import Layout as Layout
@@ -240,7 +240,7 @@ class Reference:
 
 def _group_sum(terms: Iv, groups: np.ndarray, n: int) -> Iv:
     """Enclosures of the sums of ``terms`` within each group (bincount with the gamma(n_g) widening)."""
-    from .intervals import gamma
+    from ..theorems.intervals import gamma
 
     counts = np.bincount(groups, minlength=n)
     g = np.array([gamma(c + 2) for c in counts])

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from mdmt.constructions.resources import ResourceError
+from mdmt.runtime.resources import ResourceError
 from mdmt.constructions.types import Language
 
 from .claims import Claim, ClaimError, parse_claim
@@ -160,7 +160,7 @@ def _certify(claim: Claim, best: Candidate, interval: int | None):
     """(verdict, candidate, certificate) of a float64 violation, re-established on dyadic rationals; a certificate
     estimated above ``MDMT_MAX_WORK`` operations (:func:`certificate_work`) is not attempted: the violation stays
     numeric, and the certificate says why."""
-    from mdmt.constructions.resources import check_work
+    from mdmt.runtime.resources import check_work
 
     from .certificate import MAX_CERTIFIED_SEQUENCES, NotCertifiable, certify_claim, dyadic_language
 

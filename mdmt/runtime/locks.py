@@ -10,10 +10,10 @@ finds it and stops at once, before any work, with one line naming the holder::
     wait for it or remove runs/a/.mdmt.lock if that run is gone
 
 The lock is removed on every way out of the block: normal end, an error, Ctrl-C, and SIGTERM or
-SIGHUP (which raise :class:`mdmt.constructions.outputs.Terminated` while it is held).  A lock left
+SIGHUP (which raise :class:`mdmt.runtime.outputs.Terminated` while it is held).  A lock left
 by a run killed outright (SIGKILL, a power cut) is taken over by the next run when it names this
 machine and a process that has ended -- the liveness test of
-:func:`mdmt.constructions.outputs.remove_stale_temporaries`.  A lock of another machine is never
+:func:`mdmt.runtime.outputs.remove_stale_temporaries`.  A lock of another machine is never
 taken over (its process cannot be checked from here): the message says to remove it.
 
 The lock is re-entrant within a process (a library call inside a command may take it again), and a

@@ -2,7 +2,7 @@
 
 TER: for an n-gram over |V| tokens, the chain (C1)-(C4) bounds the per-token KL,
 i.e. the log TER gap in nats, by eps_learning + log|V| E[sum_j D_j] / L (the statement
-``CHAIN_BOUND``), with the exact E[sum_j D_j] of ``bounds.dependencies``.  ``min_steps_ter``
+``CHAIN_BOUND``), with the exact E[sum_j D_j] of ``bounds.theorems.dependencies``.  ``min_steps_ter``
 finds the smallest N whose chain bound meets the Theorem 4.2 target eps_learning + 4 eps log|V|
 (the statement ``THEOREM_42``).
 
@@ -23,12 +23,12 @@ import numpy as np
 
 from mdmt.constructions.reverse.interval_closed_forms import MAX_INTERVAL, learning_error_value, log_rho_groups, oracle_ser
 from mdmt.constructions.reverse.schedules import WarmStart, as_pi, p_distinct, reveal_probabilities
-from mdmt.constructions.validation import positive_int
+from mdmt.runtime.validation import positive_int
 from mdmt.defaults import TER_SCHEDULES
 from mdmt.results import Result
 
-from .dependencies import chain_bound, check_dependency_work
-from .statements import THEOREM_42, THEOREM_43, THEOREM_44_BOUND, theorem_42_steps, theorem_44_constant
+from ..theorems.dependencies import chain_bound, check_dependency_work
+from ..theorems.statements import THEOREM_42, THEOREM_43, THEOREM_44_BOUND, theorem_42_steps, theorem_44_constant
 
 ARRAY_MAX_STEPS = 1 << 24  # the linear schedule is built as an array up to here (as mdmt always did)
 GROUP_MAX_LENGTH = 1 << 13  # P_distinct by the grouped DP (O(L^2)) up to here; by its product form beyond
