@@ -308,6 +308,8 @@ def test_the_jobs_in_worker_processes_give_the_rows_of_one_process(monkeypatch):
 
     from mdmt.bounds.verification import verify as V
 
+    if not V.fork_is_safe():
+        pytest.skip("a parallel kernel or torch ran in this test process before: verify runs its jobs in-process")
     pattern = "C3|T43u|B11|AV|IT"  # cheap families, and one job of every instance (its total correlations)
     one, two = run_checks(True, pattern, processes=1), run_checks(True, pattern, processes=2)
     assert len(one) > 50 and len(one) == len(two)
@@ -340,3 +342,27 @@ def test_the_checks_import_no_scipy_stats_until_an_interval_is_drawn():
     assert out.returncode == 0, out.stderr
     # Wilson 95 % for 3/10: (0.107791, 0.603222): the closed form by hand, z = 1.959964
     assert out.stdout.split() == ["False", "True", "0.107791", "0.603222"], out.stdout
+
+
+def test_verify_forks_only_where_forking_is_safe():
+    """A forked child that runs a parallel kernel aborts once numba's threading layer has started in the parent
+    (OpenMP and the workqueue are not fork-safe): verify then runs its jobs in this process (the suite's
+    BrokenProcessPool, before)."""
+    import subprocess
+    import sys
+
+    code = ("import numba, numpy as np\n"
+            "from mdmt.bounds.verification.verify import fork_is_safe, workers\n"
+            "before = fork_is_safe()\n"
+            "@numba.njit(parallel=True)\n"
+            "def f(x):\n"
+            "    s = 0.0\n"
+            "    for i in numba.prange(x.size):\n"
+            "        s += x[i]\n"
+            "    return s\n"
+            "f(np.ones(10))\n"
+            "print(before, fork_is_safe(), workers())")
+    env = {**__import__("os").environ, "MDMT_VERIFY_JOBS": "2"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False", "1"], out.stdout

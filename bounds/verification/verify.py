@@ -151,9 +151,25 @@ def _rare_collections(young: int = 50_000):
             gc.unfreeze()
 
 
+def fork_is_safe() -> bool:
+    """Whether this process can be forked safely: not once numba's threading layer has started (a child that runs a
+    parallel kernel then aborts: OpenMP and numba's workqueue are not fork-safe), nor once torch is loaded (its own
+    thread pools).  A notebook that computed before calling :func:`verify` runs the jobs in its own process."""
+    if "torch" in sys.modules:
+        return False
+    numba = sys.modules.get("numba")
+    if numba is None:
+        return True
+    try:
+        numba.threading_layer()
+    except ValueError:  # "Threading layer is not initialized": no parallel kernel has run here
+        return True
+    return False
+
+
 def workers() -> int:
-    """How many processes run the jobs: the usable cores (at most 4), where processes can be forked (Linux); 1
-    elsewhere, or with ``MDMT_VERIFY_JOBS=1`` (any positive integer sets the number)."""
+    """How many processes run the jobs: the usable cores (at most 4), where processes can be forked (Linux, and
+    :func:`fork_is_safe`); 1 elsewhere, or with ``MDMT_VERIFY_JOBS=1`` (any positive integer sets the number)."""
     env = os.environ.get("MDMT_VERIFY_JOBS", "").strip()
     if env:
         try:
@@ -164,7 +180,7 @@ def workers() -> int:
             raise ValueError(f"MDMT_VERIFY_JOBS={env!r}: expected a positive integer")
     else:
         n = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
-    return n if sys.platform.startswith("linux") else 1
+    return n if sys.platform.startswith("linux") and fork_is_safe() else 1
 
 
 _TODO: list[tuple[Job, set]] = []  # the jobs of the run in progress, read by the forked workers
@@ -191,7 +207,7 @@ def run_checks(quick: bool = False, pattern: str | None = None,
     groups: dict[str, list[int]] = {}
     for k, job in enumerate(todo):
         groups.setdefault(job.group or f"#{k}", []).append(k)
-    n = min(workers() if processes is None else processes, len(groups))
+    n = min(workers() if processes is None else processes, len(groups)) if fork_is_safe() else 1
     results: dict[int, list[Row]] = {}
     done = 0
     with _rare_collections():
