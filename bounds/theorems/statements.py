@@ -11,17 +11,7 @@ equal to ``explicit`` that avoids cancellation), in arb ball arithmetic (``arb``
 (``exact``).  ``check()`` verifies every step and that ``derived`` equals ``explicit``.
 The class and the kinds of step are defined in :mod:`.statement_machinery` and importable from here.
 
-How a step is known (:mod:`.certify`):
-
-* ``Identity`` -- proved by sympy (the difference simplifies to 0);
-* ``Inequality`` -- lhs <= rhs proved symbolically, or certified by arb ball arithmetic with
-  adaptive bisection over its whole stated domain (monotonicity and limits for the touching
-  points and unbounded tails); no grid sampling;
-* ``OnLaws`` -- a statement about distributions (entropies), checked exactly on every law of
-  a finite family (all laws with probabilities in (1/k)Z on small alphabets, plus adversarial
-  ones); a check, not a proof, and reported as such;
-* ``Fact`` -- a probabilistic argument of the paper stated in words, with the ``mdmt verify``
-  family that checks it on exact instances.
+How a step is known (proved, certified, checked on laws, or stated) is listed in :mod:`.statement_machinery`.
 """
 
 from __future__ import annotations
