@@ -155,7 +155,7 @@ def fork_is_safe() -> bool:
     """Whether this process can be forked safely: not once numba's threading layer has started (a child that runs a
     parallel kernel then aborts: OpenMP and numba's workqueue are not fork-safe), nor once torch is loaded (its own
     thread pools).  A notebook that computed before calling :func:`verify` runs the jobs in its own process."""
-    if "torch" in sys.modules:
+    if sys.modules.get("torch") is not None:
         return False
     numba = sys.modules.get("numba")
     if numba is None:
@@ -207,7 +207,8 @@ def run_checks(quick: bool = False, pattern: str | None = None,
     groups: dict[str, list[int]] = {}
     for k, job in enumerate(todo):
         groups.setdefault(job.group or f"#{k}", []).append(k)
-    n = min(workers() if processes is None else processes, len(groups)) if fork_is_safe() else 1
+    n = min(workers() if processes is None else processes, len(groups))  # workers() also checks MDMT_VERIFY_JOBS
+    n = n if fork_is_safe() else 1
     results: dict[int, list[Row]] = {}
     done = 0
     with _rare_collections():
