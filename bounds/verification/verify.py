@@ -91,6 +91,9 @@ class Job:
     cost: float = 0.1  # expected seconds (first run included): worker processes take the costliest groups first
 
 
+FULL_ONLY = frozenset({"OP"})  # families that only the full verify runs
+
+
 def jobs(quick: bool) -> list[Job]:
     # costs: seconds measured on two cores, on a fresh numba cache for the policy laws (their kernels compile)
     out = [Job(("SD",), checks.derivation_rows, "derivations", cost=2.0),
@@ -108,8 +111,9 @@ def jobs(quick: bool) -> list[Job]:
            Job(("PL",), beyond.policy_rows, "policy laws", cost=5.0),
            Job(("CE",), lambda: beyond.certification_rows(quick), "certification", cost=1.0),
            Job(("IA",), beyond.interval_rows, "interval arithmetic"),
-           Job(("OP",), beyond.posterior_rows, "oracle posteriors"),
            Job(("RF",), refute_checks.refutation_rows, "refutation layer")]
+    if not quick:  # FULL_ONLY below: its kernels (the languages' own posteriors) cost more to compile than the rest of --quick
+        out.append(Job(("OP",), beyond.posterior_rows, "oracle posteriors"))
     for inst in instances(quick):
         out.append(Job(("C3", "C4"), partial(checks.tc_rows, inst), f"{inst.key}: total correlations", inst.key))
         out.append(Job(("C1", "C2", "C2E", "C4E", "EQ3", "LE", "T43", "T44"),
