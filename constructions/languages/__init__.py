@@ -1,6 +1,7 @@
-"""Languages: validated HMMs and n-grams with exact batched inference, random Table 1 languages,
+"""Languages: validated HMMs, n-grams and explicit laws (a support with weights) with exact batched inference, random Table 1 languages,
 the interval counterexample of Theorem 4.4, file formats and the language SPEC grammar."""
 
+from .explicit import ExplicitLanguage
 from .hmm import HMM
 from .interval import decode_token, interval_hmm, pair_consistent, support_size
 from .io import from_hmmlearn, load_language, save_language, to_hmmlearn
@@ -8,6 +9,6 @@ from .ngram import NGram, as_hmm
 from .random_languages import PRESETS, preset, pruned_fraction, random_hmm, random_ngram
 from .spec import canonical_spec, language_from_spec
 
-__all__ = ["HMM", "NGram", "PRESETS", "as_hmm", "canonical_spec", "decode_token", "from_hmmlearn", "interval_hmm",
+__all__ = ["ExplicitLanguage", "HMM", "NGram", "PRESETS", "as_hmm", "canonical_spec", "decode_token", "from_hmmlearn", "interval_hmm",
            "language_from_spec", "load_language", "pair_consistent", "preset", "pruned_fraction", "random_hmm",
            "random_ngram", "save_language", "support_size", "to_hmmlearn"]

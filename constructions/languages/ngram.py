@@ -188,9 +188,9 @@ def _entropy(p: np.ndarray) -> float:
 
 
 def check_language(language, name: str = "language"):
-    """``language`` itself when it is an mdmt language (an HMM, an NGram, or anything with ``to_hmm()``); a
+    """``language`` itself when it is an mdmt language (an HMM, an NGram, an explicit law, or anything with ``to_hmm()``); a
     ``TypeError`` naming ``name`` and what was given otherwise (``None``, a string, an array)."""
-    if isinstance(language, HMM) or callable(getattr(language, "to_hmm", None)):
+    if isinstance(language, HMM) or callable(getattr(language, "to_hmm", None)) or getattr(language, "kind", None) == "explicit":
         return language
     raise TypeError(f"{name} must be an mdmt language (an HMM or an NGram, mdmt.constructions.languages), got "
                     f"{type(language).__name__} {language!r:.60}")
@@ -202,5 +202,8 @@ def as_hmm(language) -> HMM:
         return language
     to_hmm = getattr(language, "to_hmm", None)
     if to_hmm is None:
+        if getattr(language, "kind", None) == "explicit":
+            raise ValueError(f"{language!r} is an explicit law, which has no HMM form; this computation needs an "
+                             "n-gram or HMM language")
         raise ValueError(f"expected an mdmt language (HMM or NGram), got {type(language).__name__}")
     return to_hmm()

@@ -1,0 +1,248 @@
+"""Explicit laws: a language given by its support, a finite list of sequences of one length, and their weights.
+
+q(x) = w_k when x is the k-th sequence of the support, 0 otherwise.  The n-gram and HMM languages of Section 4.1
+of the paper describe q by a generative recursion; an explicit law lists it.  Every exact quantity of mdmt is
+then a filtered sum over the support: the oracle denoiser of Section 3.2 is
+
+    q(x_i = v | x_U) = sum_{y in supp, y_U = x_U, y_i = v} w_y  /  sum_{y in supp, y_U = x_U} w_y,
+
+and the output law of a sampler is needed only on the support (SER = 1 - sum_{x in supp} p(x), Eq. 5 of the
+paper; KL(q || p) = sum_{x in supp} q(x) log(q(x) / p(x)), Eq. 4), so the cost scales with the number of
+sequences M, not with V^L.
+
+Weights may be exact rationals (``fractions.Fraction``, integers, or strings such as ``"1/576"``); they are then
+kept as :attr:`ExplicitLanguage.exact_weights` beside their float64 values, so that exact laws can be computed in
+rationals.  Without weights the law is uniform on the support (exactly 1/M).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from numbers import Rational
+
+import numpy as np
+
+from mdmt.constructions.types import ArrayLike
+from mdmt.runtime.resources import check_memory, check_work
+from mdmt.runtime.validation import DEFAULT_ATOL, MASK, as_rng, positive_int, token_array
+
+# Bytes per sequence of the support held in memory: the int64 tokens (8 L), the float64 weight, the sort order
+# and an exact weight (a Fraction, about 100 bytes) -- used by :func:`explicit_bytes` before allocating.
+_FRACTION_BYTES = 112
+
+
+def explicit_bytes(n_sequences: int, length: int, exact: bool = False) -> int:
+    """Bytes an explicit law of ``n_sequences`` sequences of ``length`` tokens holds (support, weights, index)."""
+    M, L = int(n_sequences), int(length)
+    return M * (8 * L + 8 + 8 + (_FRACTION_BYTES if exact else 0)) + 8 * M * L  # + the per-position index
+
+
+def _exact_weight(value, k: int) -> Fraction | None:
+    """The exact rational of one weight, or None when it is a float (then the law is float only)."""
+    if isinstance(value, bool):
+        raise ValueError(f"weight {k} is a boolean ({value!r}); expected a number")
+    if isinstance(value, Rational):
+        return Fraction(value)
+    if isinstance(value, str):
+        try:
+            return Fraction(value.strip())
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"weight {k} = {value!r} is not a number (write a decimal or a rational such as 1/576)") from None
+    return None
+
+
+def _weights(weights, M: int, normalise: bool, atol: float) -> tuple[np.ndarray, tuple[Fraction, ...] | None]:
+    """Validated float64 weights (summing to 1) and, when every weight was given exactly, the exact ones."""
+    if weights is None:
+        exact = (Fraction(1, M),) * M
+        return np.full(M, 1.0 / M), exact
+    raw = list(weights) if not isinstance(weights, np.ndarray) else weights.tolist()
+    if len(raw) != M:
+        raise ValueError(f"weights: {len(raw)} given for {M} sequences of the support")
+    exact_list = [_exact_weight(v, k) for k, v in enumerate(raw)]
+    exact: tuple[Fraction, ...] | None = None
+    if all(e is not None for e in exact_list):
+        for k, e in enumerate(exact_list):
+            if e <= 0:
+                raise ValueError(f"weight {k} = {e} is not positive (an explicit law lists its support only)")
+        total = sum(exact_list, Fraction(0))
+        if total != 1:
+            if not normalise:
+                raise ValueError(f"weights sum to {total} (= {float(total):.17g}), not 1; pass normalise=True "
+                                 "(--normalise) to divide them by their sum")
+            exact_list = [e / total for e in exact_list]
+        exact = tuple(exact_list)  # type: ignore[arg-type]
+        w = np.array([float(e) for e in exact], dtype=np.float64)
+        return w, exact
+    try:
+        w = np.asarray([float(v) for v in raw], dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("weights must be numbers (decimals or rationals such as 1/576)") from None
+    bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"weight {k} = {float(w[k])!r} is not a positive finite number (an explicit law lists its support only)")
+    total = float(w.sum())
+    if abs(total - 1.0) > atol:
+        if not normalise:
+            raise ValueError(f"weights sum to {total!r}, not 1 (tolerance {atol}); pass normalise=True (--normalise) "
+                             "to divide them by their sum")
+    return w / total, None
+
+
+class ExplicitLanguage:
+    """A law listed on its support: sequences of one length over tokens ``0..n_symbols-1`` with positive weights.
+
+    Parameters
+    ----------
+    support : (M, L) integer array (or list of sequences), the distinct sequences of positive probability.
+    weights : (M,) positive weights summing to 1 (floats, or exact rationals: ``Fraction``, ints, ``"1/576"``);
+        default uniform, exactly 1/M.
+    n_symbols : the vocabulary size V (default: the largest token + 1).
+    normalise : divide the weights by their sum instead of refusing weights that do not sum to 1.
+    atol : tolerance on the sum of float weights.
+
+    The support is stored sorted lexicographically (:attr:`support_`, with :attr:`weights_` and
+    :attr:`exact_weights` in the same order), so that two listings of the same law are equal.
+    """
+
+    kind = "explicit"
+
+    def __init__(self, support: ArrayLike, weights=None, *, n_symbols: int | None = None, normalise: bool = False,
+                 atol: float = DEFAULT_ATOL):
+        X = token_array(support, np.iinfo(np.int64).max if n_symbols is None else positive_int("n_symbols", n_symbols),
+                        allow_mask=False, name="support sequence")
+        M, L = X.shape
+        if M == 0:
+            raise ValueError("support: an explicit law needs at least one sequence")
+        if L == 0:
+            raise ValueError("support: sequences of length 0")
+        check_memory(f"an explicit law of {M} sequences of length {L}", explicit_bytes(M, L, exact=True),
+                     "use a smaller support")
+        V = int(X.max()) + 1 if n_symbols is None else int(n_symbols)
+        w, exact = _weights(weights, M, normalise, atol)
+        order = np.lexsort(X.T[::-1])
+        X = np.ascontiguousarray(X[order])
+        if M > 1:
+            same = np.all(X[1:] == X[:-1], axis=1)
+            if same.any():
+                k = int(np.flatnonzero(same)[0])
+                raise ValueError(f"support: the sequence {X[k].tolist()} is listed twice (each sequence once, "
+                                 "with its total weight)")
+        self.support_ = X
+        self.support_.setflags(write=False)
+        self.weights_ = np.ascontiguousarray(w[order])
+        self.weights_.setflags(write=False)
+        self.exact_weights = None if exact is None else tuple(exact[int(k)] for k in order)
+        self._n_symbols = V
+        self.atol = atol
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def n_symbols(self) -> int:
+        """Vocabulary size |V|."""
+        return self._n_symbols
+
+    @property
+    def length(self) -> int:
+        """L, the one length of every sequence of the support."""
+        return int(self.support_.shape[1])
+
+    @property
+    def n_sequences(self) -> int:
+        """M, the size of the support."""
+        return int(self.support_.shape[0])
+
+    def __repr__(self) -> str:
+        return f"ExplicitLanguage(n_sequences={self.n_sequences}, length={self.length}, n_symbols={self.n_symbols})"
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, ExplicitLanguage) and self.n_symbols == other.n_symbols
+                and np.array_equal(self.support_, other.support_) and np.array_equal(self.weights_, other.weights_))
+
+    __hash__ = None  # type: ignore[assignment]  # arrays are compared by value
+
+    def check_tokens(self, X, *, allow_mask: bool = True) -> np.ndarray:
+        """Validate a batch of (partially revealed) sequences of length L; returns int64 (n, L)."""
+        X = token_array(X, self.n_symbols, allow_mask=allow_mask)
+        if X.shape[1] != self.length and X.size:
+            raise ValueError(f"sequences of length {X.shape[1]} given; this explicit law holds sequences of length "
+                             f"{self.length} only")
+        return X
+
+    def _check_work(self, what: str, X: np.ndarray) -> None:
+        n, L = X.shape
+        check_work(f"{what} of {n} sequence(s) against a support of {self.n_sequences} sequences",
+                   n * self.n_sequences * L, "pass fewer sequences at a time")
+
+    def _matches(self, x: np.ndarray) -> np.ndarray:
+        """Boolean (M,): the support sequences that agree with x on its revealed positions."""
+        U = np.flatnonzero(x != MASK)
+        if U.size == 0:
+            return np.ones(self.n_sequences, dtype=bool)
+        return np.all(self.support_[:, U] == x[U], axis=1)
+
+    # --------------------------------------------------------------- inference
+    def log_likelihood(self, X) -> np.ndarray:
+        """Natural-log probability of each (partially revealed) sequence, shape (n,); -inf off the support."""
+        X = self.check_tokens(X)
+        self._check_work("scoring", X)
+        out = np.empty(X.shape[0])
+        for r, x in enumerate(X):
+            m = self.weights_[self._matches(x)].sum()
+            out[r] = np.log(m) if m > 0 else -np.inf
+        return out
+
+    def in_support(self, X) -> np.ndarray:
+        """Boolean (n,): q(x_U) > 0, decided by matching tokens (no floating point)."""
+        X = self.check_tokens(X)
+        self._check_work("the support check", X)
+        return np.array([bool(self._matches(x).any()) for x in X], dtype=bool)
+
+    def posterior_marginals(self, X, *, off_support: str = "raise") -> np.ndarray:
+        """The oracle denoiser: q(x_i = v | x_U) for every position, shape (n, L, V) (Section 3.2).
+
+        Revealed positions get the one-hot vector of their token.  Where q(x_U) = 0 no posterior exists:
+        ``off_support="raise"`` raises ``ValueError``, ``"uniform"`` returns the uniform law at masked positions.
+        """
+        if off_support not in ("raise", "uniform"):
+            raise ValueError(f"off_support must be 'raise' or 'uniform', got {off_support!r}")
+        X = self.check_tokens(X)
+        self._check_work("the posterior marginals", X)
+        n, L = X.shape
+        V = self.n_symbols
+        check_memory(f"the posterior marginals of {n} sequence(s) of length {L}", 8 * n * L * V,
+                     "pass fewer sequences at a time")
+        out = np.zeros((n, L, V))
+        for r, x in enumerate(X):
+            keep = self._matches(x)
+            w = self.weights_[keep]
+            total = w.sum()
+            if total <= 0:
+                if off_support == "raise":
+                    raise ValueError(f"sequence {r} has probability 0 under the language: no posterior exists")
+                out[r] = 1.0 / V
+            else:
+                Y = self.support_[keep]
+                for i in range(L):
+                    out[r, i] = np.bincount(Y[:, i], weights=w, minlength=V) / total
+            rev = np.flatnonzero(x != MASK)
+            out[r, rev] = 0.0
+            out[r, rev, x[rev]] = 1.0
+        return out
+
+    def sample_sequences(self, n: int, length: int | None = None, seed=None) -> np.ndarray:
+        """Draw ``n`` i.i.d. sequences from q; int64 (n, L).  ``length``, if given, must be L."""
+        n = positive_int("n", n, minimum=0)
+        if length is not None and positive_int("length", length) != self.length:
+            raise ValueError(f"length {length}: this explicit law holds sequences of length {self.length} only")
+        check_memory(f"{n} sequences of length {self.length}", 8 * n * self.length, "draw fewer sequences")
+        rng = as_rng(seed)
+        cdf = np.cumsum(self.weights_)
+        cdf /= cdf[-1]
+        k = np.searchsorted(cdf, rng.random(n), side="right")
+        return self.support_[np.minimum(k, self.n_sequences - 1)].copy()
+
+    def __call__(self, X) -> np.ndarray:
+        """An explicit law is its own oracle denoiser: ``lang(X) == lang.posterior_marginals(X)``."""
+        return self.posterior_marginals(X)
