@@ -1,0 +1,682 @@
+"""The exact output law of a reverse process on an explicit law, computed on the support only.
+
+For an explicit law q (:class:`~mdmt.constructions.languages.explicit.ExplicitLanguage`) the metrics of a sampler
+need its output law p only on the support: SER = 1 - sum_{x in supp} p(x) (Eq. 5 of the paper) and
+KL(q || p) = sum_{x in supp} q(x) log(q(x) / p(x)) (Eq. 4).  For one target x the process outputs x exactly when
+every token it reveals agrees with x, so p(x) is a sum over the reveal paths only: a chain on the revealed sets
+U (bitmasks of the L positions) whose state (U, x_U) fixes the oracle denoiser's marginals (Section 3.2)
+
+    q(x_i = v | x_U) = T_x(U)[i, v] / c_x(U),   T_x(U)[i, v] = sum_{y in supp, y_U = x_U, y_i = v} q(y).
+
+Grouping the support by its agreement set A(x, y) = {i : y_i = x_i}, T_x(U) is the superset sum (zeta transform)
+of the per-set sums h(A) = sum_{A(x,y) = A} q(y) e_{y}: L 2^L additions of vectors, once per target, so the cost
+scales with M 2^L (M = |supp|), never with V^L.  The sampler-only case (random positions, tokens drawn from the
+marginals) needs only the scalar c_x(U) and costs L 2^L per target.
+
+The processes are the policies of :mod:`.policies` (their :class:`~.policies.Plan` per step): the schedules of
+Eq. 3 (i.i.d. reveal steps, rate r_j), fixed step sizes (a uniformly random s_j-subset of the masked positions),
+top-k by a score of the marginals (ties uniformly at random, :func:`~.policies.step_cut`), the confidence
+threshold tau (every masked position with confidence > tau, at least the most confident one), the entropy sum,
+fixed orders, and mixtures of plans (random step sizes).  Two token rules (``decode``):
+
+``sample``
+    each revealed position draws its token from its marginal (temperature 1): the factor of position i is
+    q(x_i | x_U), as in Eq. 3;
+``greedy``
+    each revealed position takes the argmax of its marginal, ties broken uniformly at random (ParallelBench's
+    ideal model, Kang et al. arXiv 2510.04767 Section 4): the factor is 1/#argmax when x_i is an argmax, else 0
+    (two probabilities within ``TIE_TOL`` of each other are tied).
+
+**Symmetries.**  When a token relabelling (any process) or a position permutation (processes that treat
+positions alike: every process above except fixed orders) maps the support onto itself with equal weights,
+p is constant on its orbits.  :func:`symmetry_generators` tests every token transposition, every position
+transposition and, when L = n^2, the row swaps, column swaps and the transposition of the n x n grid, each
+exactly against the support; p is then computed for one representative per orbit.
+
+**Rationals.**  With uniform or rational weights the same chain runs in exact rationals (``fractions.Fraction``)
+for the representatives (:func:`exact_rationals`): SER and p(x) as fractions, beside the float64 law, and the two
+are cross-checked.  Rates of i.i.d. schedules and the entropy-sum rule involve real numbers and stay float only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numba as nb
+import numpy as np
+
+from mdmt.runtime.numba_cache import configure_numba_cache
+from mdmt.runtime.resources import check_memory, check_work
+
+from .policies import (CONFIDENCE, FIXED, MARGIN, NEG_ENTROPY, NO_SCORE, RATE, SIZE, THRESHOLD, TIE_TOL,
+                       TOPK, EntropySum, FixedOrder, Policy, step_count, step_cut)
+
+configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
+
+DECODES = ("sample", "greedy")
+MAX_LENGTH = 24  # 2^L revealed sets per target
+RATIONAL_BUDGET = 4_000_000  # default: rationals when (representatives) x (transitions) stays below this
+POSITION_SYMMETRIC = ()  # filled below: the policies whose law commutes with position permutations
+
+
+# ----------------------------------------------------------------------------- kernels
+
+@nb.njit(cache=True)
+def _agreement(x, support):
+    M, L = support.shape
+    A = np.zeros(M, dtype=np.int64)
+    for k in range(M):
+        a = 0
+        for i in range(L):
+            if support[k, i] == x[i]:
+                a |= 1 << i
+        A[k] = a
+    return A
+
+
+@nb.njit(cache=True)
+def _zeta_scalar(x, support, w):
+    """c_x(U) for every U: the weight of the support sequences agreeing with x on U."""
+    L = support.shape[1]
+    n = 1 << L
+    C = np.zeros(n)
+    A = _agreement(x, support)
+    for k in range(A.shape[0]):
+        C[A[k]] += w[k]
+    for b in range(L):
+        bit = 1 << b
+        for U in range(n):
+            if not U & bit:
+                C[U] += C[U | bit]
+    return C
+
+
+@nb.njit(cache=True)
+def _zeta_full(x, support, w, V):
+    """T_x(U)[i, v] for every U (module docstring)."""
+    M, L = support.shape
+    n = 1 << L
+    T = np.zeros((n, L, V))
+    A = _agreement(x, support)
+    for k in range(M):
+        for i in range(L):
+            T[A[k], i, support[k, i]] += w[k]
+    for b in range(L):
+        bit = 1 << b
+        for U in range(n):
+            if not U & bit:
+                T[U] += T[U | bit]
+    return T
+
+
+@nb.njit(cache=True)
+def _score(T, U, i, c, score):
+    V = T.shape[2]
+    if score == CONFIDENCE:
+        best = 0.0
+        for v in range(V):
+            if T[U, i, v] > best:
+                best = T[U, i, v]
+        return best / c
+    if score == MARGIN:
+        a = 0.0
+        b = 0.0
+        for v in range(V):
+            p = T[U, i, v] / c
+            if p > a:
+                b = a
+                a = p
+            elif p > b:
+                b = p
+        return a - b
+    s = 0.0  # NEG_ENTROPY
+    for v in range(V):
+        p = T[U, i, v] / c
+        if p > 0.0:
+            s += p * math.log(p)
+    return s
+
+
+@nb.njit(cache=True)
+def _factor(x, C, T, full, greedy, U, i):
+    """The probability that position i, revealed at state (U, x_U), takes the token x_i."""
+    if not greedy:
+        return C[U | (1 << i)] / C[U]
+    c = C[U]
+    V = T.shape[2]
+    best = 0.0
+    for v in range(V):
+        if T[U, i, v] > best:
+            best = T[U, i, v]
+    best /= c
+    if T[U, i, x[i]] / c < best - TIE_TOL:
+        return 0.0
+    ties = 0
+    for v in range(V):
+        if T[U, i, v] / c >= best - TIE_TOL:
+            ties += 1
+    return 1.0 / ties
+
+
+@nb.njit(cache=True)
+def _law_one(x, C, T, full, greedy, modes, ks, rates, order, score, tau, gamma):
+    """p(x) and the mass left on unfinished states (should be 0) for one plan."""
+    L = x.shape[0]
+    n = 1 << L
+    F = np.zeros(n)
+    F[0] = 1.0
+    pos = np.empty(L, dtype=np.int64)
+    sure = np.empty(L, dtype=np.int64)
+    tied = np.empty(L, dtype=np.int64)
+    idx = np.empty(L, dtype=np.int64)
+    fac = np.zeros(L)
+    row = np.zeros(L)
+    for j in range(modes.shape[0]):
+        mode = modes[j]
+        G = np.zeros(n)
+        any_live = False
+        for U in range(n):
+            mass = F[U]
+            if mass == 0.0:
+                continue
+            m = 0
+            for i in range(L):
+                if not (U >> i) & 1:
+                    pos[m] = i
+                    m += 1
+            if m == 0:
+                G[U] += mass
+                continue
+            any_live = True
+            for t in range(m):
+                fac[pos[t]] = _factor(x, C, T, full, greedy, U, pos[t])
+            if mode == RATE:
+                r = rates[j]
+                masked = (n - 1) & ~U
+                sub = masked
+                while True:  # every subset of the masked positions (sub = 0 last)
+                    w = 1.0
+                    cnt = 0
+                    for t in range(m):
+                        if (sub >> pos[t]) & 1:
+                            w *= fac[pos[t]]
+                            cnt += 1
+                    w *= r ** cnt * (1.0 - r) ** (m - cnt)
+                    if w > 0.0:
+                        G[U | sub] += mass * w
+                    if sub == 0:
+                        break
+                    sub = (sub - 1) & masked
+            elif mode == FIXED:
+                S = 0
+                w = 1.0
+                for t in range(m):
+                    if order[pos[t]] == j + 1:
+                        S |= 1 << pos[t]
+                        w *= fac[pos[t]]
+                if w > 0.0:
+                    G[U | S] += mass * w
+            else:
+                if score != NO_SCORE and mode != SIZE:
+                    c = C[U]
+                    for t in range(m):
+                        row[pos[t]] = _score(T, U, pos[t], c, score)
+                cnt = step_count(mode, ks[j], row, pos, m, tau, gamma)
+                ns, nt, r = step_cut(mode == SIZE, row, pos, m, cnt, sure, tied)
+                base = 0
+                w0 = mass
+                for t in range(ns):
+                    base |= 1 << sure[t]
+                    w0 *= fac[sure[t]]
+                if w0 == 0.0:
+                    continue
+                total = 1.0  # C(nt, r)
+                for t in range(r):
+                    total = total * (nt - t) / (t + 1)
+                w0 /= total
+                for t in range(r):
+                    idx[t] = t
+                while True:
+                    S = base
+                    w = w0
+                    for t in range(r):
+                        S |= 1 << tied[idx[t]]
+                        w *= fac[tied[idx[t]]]
+                    if w > 0.0:
+                        G[S | U] += w
+                    u = r - 1
+                    while u >= 0 and idx[u] == nt - r + u:
+                        u -= 1
+                    if u < 0:
+                        break
+                    idx[u] += 1
+                    for t in range(u + 1, r):
+                        idx[t] = idx[t - 1] + 1
+        F = G
+        if not any_live:
+            break
+    left = 0.0
+    for U in range(n - 1):
+        left += F[U]
+    return F[n - 1], left
+
+
+@nb.njit(cache=True, parallel=True)
+def _laws(reps, support, w, V, full, greedy, plan_w, modes, ks, rates, order, score, tau, gamma):
+    """p(x) for every representative x (rows of ``reps``), summed over the plans with weights plan_w."""
+    R = reps.shape[0]
+    out = np.zeros(R)
+    left = np.zeros(R)
+    for r in nb.prange(R):
+        x = reps[r]
+        if full:
+            T = _zeta_full(x, support, w, V)
+            C = np.empty(T.shape[0])
+            for U in range(T.shape[0]):
+                C[U] = T[U, 0].sum()
+        else:
+            C = _zeta_scalar(x, support, w)
+            T = np.zeros((1, 1, 1))
+        for p in range(plan_w.shape[0]):
+            val, lo = _law_one(x, C, T, full, greedy, modes[p], ks[p], rates[p], order[p], score[p], tau[p], gamma[p])
+            out[r] += plan_w[p] * val
+            left[r] += plan_w[p] * lo
+    return out, left
+
+
+# ----------------------------------------------------------------------------- symmetries
+
+def _keys(X: np.ndarray, V: int) -> np.ndarray:
+    """One int64 (or bytes) key per row, ordered like the lexicographic order of the rows."""
+    L = X.shape[1]
+    if V ** L < 2 ** 62:
+        return X @ (V ** np.arange(L - 1, -1, -1, dtype=np.int64))
+    return np.array([r.tobytes() for r in np.ascontiguousarray(X.astype(">i8"))], dtype=object)
+
+
+def integer_weights(lang) -> np.ndarray | None:
+    """The exact weights times their common denominator (int64, or Python integers), or None for float weights."""
+    if lang.exact_weights is None:
+        return None
+    den = math.lcm(*{f.denominator for f in lang.exact_weights})
+    ints = [int(f * den) for f in lang.exact_weights]
+    return np.array(ints, dtype=np.int64 if max(ints) < 2 ** 62 else object)
+
+
+def _image(lang, X2: np.ndarray, keys: np.ndarray, W) -> np.ndarray | None:
+    """The support index of every row of X2 when X2 is the support permuted with equal weights, else None."""
+    k2 = _keys(X2, lang.n_symbols)
+    where = np.searchsorted(keys, k2)
+    if np.any(where >= len(keys)) or np.any(keys[np.minimum(where, len(keys) - 1)] != k2):
+        return None
+    same = np.array_equal(W[where], W) if W is not None else np.array_equal(lang.weights_[where], lang.weights_)
+    return where if same else None
+
+
+def symmetry_generators(lang, positions: bool = True) -> list[tuple[str, np.ndarray]]:
+    """The symmetries of the support found (module docstring), each ``(name, image)``: ``image[k]`` is the
+    support index of the image of sequence k; every one is verified exactly (rows and weights)."""
+    X, V, L = lang.support_, lang.n_symbols, lang.length
+    keys = _keys(X, V)
+    W = integer_weights(lang)
+    gens = []
+    present = np.unique(X)
+    for a in range(len(present)):
+        for b in range(a + 1, len(present)):
+            va, vb = present[a], present[b]
+            X2 = np.where(X == va, vb, np.where(X == vb, va, X))
+            img = _image(lang, X2, keys, W)
+            if img is not None:
+                gens.append((f"tokens {va}<->{vb}", img))
+    if positions:
+        perms = []
+        for i in range(L):
+            for j in range(i + 1, L):
+                p = np.arange(L)
+                p[[i, j]] = p[[j, i]]
+                perms.append((f"positions {i}<->{j}", p))
+        n = math.isqrt(L)
+        if n * n == L and n > 1:
+            grid = np.arange(L).reshape(n, n)
+            for r in range(n - 1):
+                g = grid.copy()
+                g[[r, r + 1]] = g[[r + 1, r]]
+                perms.append((f"grid rows {r}<->{r + 1}", g.ravel()))
+                g = grid.copy()
+                g[:, [r, r + 1]] = g[:, [r + 1, r]]
+                perms.append((f"grid columns {r}<->{r + 1}", g.ravel()))
+            perms.append(("grid transpose", grid.T.ravel()))
+        for name, p in perms:
+            img = _image(lang, X[:, p], keys, W)
+            if img is not None:
+                gens.append((name, img))
+    return gens
+
+
+def orbits(M: int, generators) -> np.ndarray:
+    """The orbit label of every support index (the smallest index of its orbit) under the generated group."""
+    lab = np.arange(M)
+    while True:
+        old = lab
+        for _, g in generators:
+            lab = np.minimum(lab, lab[g])
+            lab2 = np.full(M, M)
+            np.minimum.at(lab2, g, lab)  # the image of k gets k's label too
+            lab = np.minimum(lab, lab2)
+        lab = lab[lab]
+        if np.array_equal(lab, old):
+            return lab
+
+
+def position_symmetric(policy: Policy) -> bool:
+    """Whether the policy's law commutes with permutations of the positions (ties are broken uniformly)."""
+    return isinstance(policy, POSITION_SYMMETRIC) and not isinstance(policy, FixedOrder)
+
+
+# ----------------------------------------------------------------------------- the law
+
+@dataclass
+class SupportLaw:
+    """The exact output law of a process on the support of an explicit law, with its metrics."""
+
+    support: np.ndarray  # (M, L)
+    q: np.ndarray  # (M,)
+    p: np.ndarray  # (M,) float64
+    labels: np.ndarray  # (M,) orbit label of each sequence
+    decode: str
+    generators: list = field(default_factory=list)
+    p_exact: dict | None = None  # orbit label -> Fraction p(x) of its representative
+    q_exact: tuple | None = None
+
+    @property
+    def L(self) -> int:
+        return int(self.support.shape[1])
+
+    @property
+    def n_orbits(self) -> int:
+        return int(len(np.unique(self.labels)))
+
+    @property
+    def support_mass(self) -> float:
+        return float(self.p.sum())
+
+    @property
+    def ser(self) -> float:
+        """SER = 1 - sum_{x in supp} p(x) (Eq. 5)."""
+        return float(min(1.0, max(0.0, 1.0 - self.support_mass)))
+
+    @property
+    def accuracy(self) -> float:
+        """1 - SER: the probability that the output is in the support (ParallelBench's accuracy)."""
+        return 1.0 - self.ser
+
+    @property
+    def kl_nats(self) -> float:
+        """KL(q || p) in nats (inf when p misses part of the support)."""
+        if np.any(self.p <= 0):
+            return math.inf
+        return float(max(0.0, np.sum(self.q * (np.log(self.q) - np.log(self.p)))))
+
+    @property
+    def kl_bits_per_token(self) -> float:
+        return self.kl_nats / (self.L * math.log(2))
+
+    @property
+    def support_mass_exact(self) -> Fraction | None:
+        if self.p_exact is None:
+            return None
+        sizes = np.bincount(self.labels, minlength=len(self.labels))
+        return sum((int(sizes[k]) * v for k, v in self.p_exact.items()), Fraction(0))
+
+    @property
+    def ser_exact(self) -> Fraction | None:
+        m = self.support_mass_exact
+        return None if m is None else 1 - m
+
+    @property
+    def accuracy_exact(self) -> Fraction | None:
+        return self.support_mass_exact
+
+    def prob_exact(self, k: int) -> Fraction | None:
+        return None if self.p_exact is None else self.p_exact[int(self.labels[k])]
+
+
+def _plan_arrays(policy: Policy, L: int):
+    plans = policy.plans(L)
+    n = max(p.steps for _, p in plans)
+    P = len(plans)
+    modes = np.full((P, n), SIZE, dtype=np.int64)
+    ks = np.zeros((P, n), dtype=np.int64)
+    rates = np.zeros((P, n))
+    order = np.zeros((P, L), dtype=np.int64)
+    score = np.full(P, NO_SCORE, dtype=np.int64)
+    tau = np.zeros(P)
+    gamma = np.zeros(P)
+    pw = np.zeros(P)
+    for r, (wt, plan) in enumerate(plans):
+        s = plan.steps
+        modes[r, :s], ks[r, :s], rates[r, :s] = plan.mode, plan.k, plan.rate
+        if s < n:  # padding steps reveal nothing (size 0 of nothing left)
+            modes[r, s:] = SIZE
+            ks[r, s:] = 0
+        if plan.order is not None:
+            order[r] = plan.order
+        score[r], tau[r], gamma[r], pw[r] = plan.score, plan.tau, plan.gamma, wt
+    return plans, (pw, modes, ks, rates, order, score, tau, gamma)
+
+
+def _weights_for_floats(lang) -> np.ndarray:
+    """Integer-valued float weights when the law is rational and they fit 2^53 (sums and ratios are then exactly
+    those of the counts, so exact ties stay ties); the float weights otherwise.  Marginals are ratios, so any
+    positive multiple of q gives the same process."""
+    if lang.exact_weights is not None:
+        den = math.lcm(*{f.denominator for f in lang.exact_weights})
+        ints = [int(f * den) for f in lang.exact_weights]
+        if sum(ints) < 2 ** 53:
+            return np.array(ints, dtype=np.float64)
+    return np.asarray(lang.weights_, dtype=np.float64)
+
+
+def check_decode(decode: str) -> str:
+    if decode not in DECODES:
+        raise ValueError(f"decode {decode!r} is not one of {', '.join(DECODES)}")
+    return decode
+
+
+def support_law(lang, policy: Policy, decode: str = "sample", symmetries: bool = True, rationals="auto",
+                length: int | None = None) -> SupportLaw:
+    """The exact output law of ``policy`` with the oracle denoiser of ``lang`` and the token rule ``decode``
+    on the support of ``lang`` (module docstring).  ``rationals``: True, False or ``"auto"`` (when the rational
+    chain is small enough, :data:`RATIONAL_BUDGET`)."""
+    check_decode(decode)
+    L = lang.length
+    if length is not None and int(length) != L:
+        raise ValueError(f"L = {length}: this explicit law holds sequences of length {L} only")
+    if L > MAX_LENGTH:
+        raise ValueError(f"the exact law on the support tracks 2^L revealed sets per sequence; L = {L} exceeds "
+                         f"mdmt's limit of {MAX_LENGTH}")
+    greedy = decode == "greedy"
+    plans, arrays = _plan_arrays(policy, L)
+    adaptive = any(p.score != NO_SCORE and np.any(p.mode != SIZE) for _, p in plans)
+    full = greedy or adaptive
+    V = lang.n_symbols
+    gens = symmetry_generators(lang, positions=position_symmetric(policy)) if symmetries else []
+    labels = orbits(lang.n_sequences, gens)
+    reps_idx = np.unique(labels)
+    per_rep = (1 << L) * (L * V if full else 1) * 8
+    check_memory(f"the exact law on the support (2^{L} revealed sets per sequence)", 2 * per_rep,
+                 "use a shorter length")
+    steps = arrays[1].shape[1]
+    check_work(f"the exact law of {len(reps_idx)} representative sequence(s) on the support",
+               len(reps_idx) * (1 << L) * (L * (V if full else 1) + steps * L * max(1, len(plans))),
+               "use a smaller support or fewer steps")
+    w = _weights_for_floats(lang)
+    reps = np.ascontiguousarray(lang.support_[reps_idx])
+    vals, left = _laws(reps, lang.support_, w, V, full, greedy, *arrays)
+    if np.any(left > 1e-9):
+        raise ValueError(f"policy {policy.spec!r} left positions masked after its last step")
+    p = np.zeros(lang.n_sequences)
+    rep_val = dict(zip(reps_idx.tolist(), vals.tolist()))
+    p[:] = [rep_val[int(lab)] for lab in labels]
+    out = SupportLaw(lang.support_, np.asarray(lang.weights_), p, labels, decode, gens, None, lang.exact_weights)
+    want = rationals
+    if want == "auto":
+        want = rational_supported(policy, L) and lang.exact_weights is not None and \
+            len(reps_idx) * rational_cost(policy, L) <= RATIONAL_BUDGET
+    if want:
+        out.p_exact = exact_rationals(lang, policy, decode, reps_idx)
+        for k, v in out.p_exact.items():
+            if not math.isclose(float(v), rep_val[k], rel_tol=1e-9, abs_tol=1e-12):
+                raise AssertionError(f"float and rational laws disagree at sequence {k}: {rep_val[k]!r} vs {v}")
+    return out
+
+
+# ----------------------------------------------------------------------------- exact rationals
+
+def rational_supported(policy: Policy, L: int) -> bool:
+    """Rationals need rational reveal laws: no i.i.d. rates (real numbers), no entropy scores or sums
+    (logarithms) and no mixtures of plans with real weights (random step sizes)."""
+    from .policies import IID, RandomSizes
+
+    if isinstance(policy, (EntropySum, IID, RandomSizes)):
+        return False
+    plans = policy.plans(L)
+    return len(plans) == 1 and all(plan.score != NEG_ENTROPY for _, plan in plans)
+
+
+def rational_cost(policy: Policy, L: int) -> int:
+    """A rough count of the rational chain's transitions per representative."""
+    return (1 << L) * L * 4
+
+
+def exact_rationals(lang, policy: Policy, decode: str, reps_idx) -> dict:
+    """p(x) as a Fraction for each representative support index (the chain of :func:`_law_one` in rationals)."""
+    if not rational_supported(policy, lang.length):
+        raise ValueError(f"policy {policy.spec!r}: its law involves real numbers (rates or entropies); exact "
+                         "rationals are available for fixed sizes, top-k, thresholds and fixed orders")
+    if lang.exact_weights is None:
+        raise ValueError("the law's weights are floats; exact rationals need rational weights")
+    den = math.lcm(*{f.denominator for f in lang.exact_weights})
+    W = [int(f * den) for f in lang.exact_weights]
+    X = lang.support_
+    L, V = lang.length, lang.n_symbols
+    plans = policy.plans(L)
+    out = {}
+    for k in reps_idx:
+        x = X[int(k)]
+        (_, plan), = plans  # one plan: rational_supported leaves out the mixtures (random sizes)
+        out[int(k)] = _rational_one(x, X, W, V, plan, decode)
+    return out
+
+
+def _rational_one(x, X, W, V, plan, decode) -> Fraction:
+    L = len(x)
+    full_mask = (1 << L) - 1
+    A = (X == x) @ (1 << np.arange(L, dtype=np.int64))
+    small = sum(W) < 2 ** 53  # integer sums in float64 are then exact, whatever their order
+    Warr = np.array(W, dtype=np.float64 if small else object)
+    cache: dict[int, tuple] = {}
+    greedy = decode == "greedy"
+    need_full = greedy or (plan.score != NO_SCORE and np.any(plan.mode != SIZE))
+    tau = Fraction(plan.tau)
+
+    def total(ws) -> int:
+        return int(ws.sum()) if small else int(sum(ws))
+
+    def marg(U):
+        got = cache.get(U)
+        if got is None:
+            rows = (A & U) == U
+            wr = Warr[rows]
+            c = total(wr)
+            T = None
+            if need_full:
+                Y = X[rows]
+                if small:
+                    T = [[int(t) for t in np.bincount(Y[:, i], weights=wr, minlength=V)] for i in range(L)]
+                else:
+                    T = [[total(wr[Y[:, i] == v]) for v in range(V)] for i in range(L)]
+            got = cache[U] = (c, T)
+        return got
+
+    def factor(U, i):
+        c, T = marg(U)
+        if not greedy:
+            return Fraction(marg(U | (1 << i))[0], c)
+        row = T[i]
+        best = max(row)
+        if row[x[i]] != best:
+            return Fraction(0)
+        return Fraction(1, sum(1 for t in row if t == best))
+
+    def score(U, i):
+        c, T = marg(U)
+        row = sorted(T[i], reverse=True)
+        if plan.score == CONFIDENCE:
+            return Fraction(row[0], c)
+        if plan.score == MARGIN:
+            return Fraction(row[0] - (row[1] if len(row) > 1 else 0), c)
+        raise ValueError("exact rationals: the entropy score involves logarithms")
+
+    F = {0: Fraction(1)}
+    for j in range(plan.steps):
+        mode = int(plan.mode[j])
+        G: dict[int, Fraction] = {}
+        for U, mass in F.items():
+            pos = [i for i in range(L) if not (U >> i) & 1]
+            m = len(pos)
+            if m == 0:
+                G[U] = G.get(U, 0) + mass
+                continue
+            fac = {i: factor(U, i) for i in pos}
+            if mode == FIXED:
+                S = [i for i in pos if plan.order[i] == j + 1]
+                choices = [(S, Fraction(1))]
+            else:
+                if mode == SIZE:
+                    cnt = min(int(plan.k[j]), m)
+                    sure, tied, r = [], pos, cnt
+                else:
+                    sc = {i: score(U, i) for i in pos}
+                    if mode == THRESHOLD:
+                        cnt = sum(1 for i in pos if sc[i] > tau) or 1
+                    else:  # TOPK
+                        cnt = min(int(plan.k[j]), m)
+                    if mode == SIZE or cnt >= m:
+                        sure, tied, r = [], pos, min(cnt, m)
+                    else:
+                        thr = sorted(sc.values(), reverse=True)[cnt - 1]
+                        sure = [i for i in pos if sc[i] > thr]
+                        tied = [i for i in pos if sc[i] == thr]
+                        r = cnt - len(sure)
+                nc = math.comb(len(tied), r)
+                choices = [(sure + list(c), Fraction(1, nc)) for c in itertools.combinations(tied, r)]
+            for S, pw in choices:
+                w = mass * pw
+                for i in S:
+                    w *= fac[i]
+                    if not w:
+                        break
+                if w:
+                    V2 = U
+                    for i in S:
+                        V2 |= 1 << i
+                    G[V2] = G.get(V2, 0) + w
+        F = G
+    left = sum((v for U, v in F.items() if U != full_mask), Fraction(0))
+    if left:
+        raise ValueError(f"the plan left positions masked after its {plan.steps} steps")
+    return F.get(full_mask, Fraction(0))
+
+
+def _register():
+    global POSITION_SYMMETRIC
+    from .policies import IID, Balanced, RandomSizes, Sizes, Threshold, TopK
+
+    POSITION_SYMMETRIC = (IID, Sizes, Balanced, RandomSizes, TopK, Threshold, EntropySum)
+
+
+_register()
