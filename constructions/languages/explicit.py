@@ -17,6 +17,7 @@ rationals.  Without weights the law is uniform on the support (exactly 1/M).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from numbers import Rational
 
@@ -108,7 +109,7 @@ class ExplicitLanguage:
 
     kind = "explicit"
 
-    def __init__(self, support: ArrayLike, weights=None, *, n_symbols: int | None = None, normalise: bool = False,
+    def __init__(self, support: ArrayLike, weights: ArrayLike | Sequence[object] | None = None, *, n_symbols: int | None = None, normalise: bool = False,
                  atol: float = DEFAULT_ATOL):
         X = token_array(support, np.iinfo(np.int64).max if n_symbols is None else positive_int("n_symbols", n_symbols),
                         allow_mask=False, name="support sequence")
