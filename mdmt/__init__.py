@@ -14,7 +14,8 @@ is loaded on first use, so ``import mdmt`` is cheap.
 
 Languages
     ``HMM``, ``NGram``, ``preset``, ``PRESETS``, ``random_ngram``, ``random_hmm``,
-    ``interval_hmm`` (the Theorem 4.4 counterexample), ``language_from_spec``,
+    ``interval_hmm`` (the Theorem 4.4 counterexample), ``ExplicitLanguage`` (a law listed on its support),
+    ``task_language`` and ``TASKS`` (the task presets of docs/tasks.md), ``language_from_spec``,
     ``load_language``, ``save_language``, ``MASK``
 Schedules
     ``get_schedule``, ``parse_schedule``, ``reveal_probabilities``, ``p_distinct``, ``expected_nfe``
@@ -56,6 +57,9 @@ _API = {
     "random_ngram": "mdmt.constructions.languages.random_languages",
     "random_hmm": "mdmt.constructions.languages.random_languages",
     "interval_hmm": "mdmt.constructions.languages.interval",
+    "ExplicitLanguage": "mdmt.constructions.languages.explicit",
+    "task_language": "mdmt.constructions.languages.tasks",
+    "TASKS": "mdmt.constructions.languages.tasks",
     "language_from_spec": "mdmt.constructions.languages.spec",
     "load_language": "mdmt.constructions.languages.io",
     "save_language": "mdmt.constructions.languages.io",

@@ -10,6 +10,8 @@ import pytest
 
 from mdmt.cli import main
 from mdmt.commands._common import print_json
+from mdmt.constructions.languages.spec import canonical_spec
+from mdmt.constructions.languages.tasks import TASKS
 from mdmt.constructions.languages import (PRESETS, interval_hmm, load_language, preset, pruned_fraction, random_hmm,
                                           random_ngram)
 
@@ -72,6 +74,10 @@ def test_language_presets_and_custom_generators(tmp_path, capsys):
 
 def test_language_list(capsys):
     rows = run_json(capsys, ["language", "--list", "--seed", "1"])
+    tasks = [r for r in rows if r["kind"] == "explicit"]  # the task presets follow, one row each with its law
+    assert [r["spec"] for r in tasks] == [canonical_spec(f"task:{name}") for name in TASKS]
+    assert all(r["law"] == TASKS[r["name"]].law for r in tasks)
+    rows = rows[:len(rows) - len(tasks)]
     assert [r["name"] for r in rows] == list(PRESETS)
     assert [r["spec"] for r in rows] == [f"preset:{name}:1" for name in PRESETS]
     for r in rows:
@@ -79,6 +85,7 @@ def test_language_list(capsys):
         assert r["temperature"] == PRESETS[r["name"]].temperature and r["threshold"] == PRESETS[r["name"]].threshold
     status, text, _ = run(capsys, ["language", "--list"])
     assert status == 0 and all(f"preset:{name}:0" in text for name in PRESETS) and "pruned transition" in text
+    assert "task:shuffle:n=4" in text and TASKS["latin"].law in text
 
 
 def test_score_table_json_and_mixed_lengths(tmp_path, capsys):

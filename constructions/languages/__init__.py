@@ -8,7 +8,8 @@ from .io import from_hmmlearn, load_language, save_language, to_hmmlearn
 from .ngram import NGram, as_hmm
 from .random_languages import PRESETS, preset, pruned_fraction, random_hmm, random_ngram
 from .spec import canonical_spec, language_from_spec
+from .tasks import TASKS, task_language
 
-__all__ = ["ExplicitLanguage", "HMM", "NGram", "PRESETS", "as_hmm", "canonical_spec", "decode_token", "from_hmmlearn", "interval_hmm",
+__all__ = ["ExplicitLanguage", "HMM", "NGram", "PRESETS", "TASKS", "as_hmm", "canonical_spec", "decode_token", "from_hmmlearn", "interval_hmm",
            "language_from_spec", "load_language", "pair_consistent", "preset", "pruned_fraction", "random_hmm",
-           "random_ngram", "save_language", "support_size", "to_hmmlearn"]
+           "random_ngram", "save_language", "support_size", "task_language", "to_hmmlearn"]

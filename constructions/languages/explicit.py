@@ -17,6 +17,9 @@ rationals.  Without weights the law is uniform on the support (exactly 1/M).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from functools import cached_property
 from fractions import Fraction
 from numbers import Rational
 
@@ -26,15 +29,19 @@ from mdmt.constructions.types import ArrayLike
 from mdmt.runtime.resources import check_memory, check_work
 from mdmt.runtime.validation import DEFAULT_ATOL, MASK, as_rng, positive_int, token_array
 
+from .explicit_inference import ExplicitIndex, filter_sums, lookup
+
 # Bytes per sequence of the support held in memory: the int64 tokens (8 L), the float64 weight, the sort order
 # and an exact weight (a Fraction, about 100 bytes) -- used by :func:`explicit_bytes` before allocating.
 _FRACTION_BYTES = 112
 
 
-def explicit_bytes(n_sequences: int, length: int, exact: bool = False) -> int:
-    """Bytes an explicit law of ``n_sequences`` sequences of ``length`` tokens holds (support, weights, index)."""
+def explicit_bytes(n_sequences: int, length: int, exact: bool = False, n_symbols: int = 0) -> int:
+    """Bytes an explicit law of ``n_sequences`` sequences of ``length`` tokens holds: the support, its weights
+    (and exact weights), the sort order while it is built, and the (position, token) index with the row hashes
+    (:class:`~.explicit_inference.ExplicitIndex`; ``n_symbols`` sizes its list offsets)."""
     M, L = int(n_sequences), int(length)
-    return M * (8 * L + 8 + 8 + (_FRACTION_BYTES if exact else 0)) + 8 * M * L  # + the per-position index
+    return M * (8 * L + 8 + 8 + (_FRACTION_BYTES if exact else 0)) + ExplicitIndex.bytes(M, L, n_symbols)
 
 
 def _exact_weight(value, k: int) -> Fraction | None:
@@ -108,7 +115,7 @@ class ExplicitLanguage:
 
     kind = "explicit"
 
-    def __init__(self, support: ArrayLike, weights=None, *, n_symbols: int | None = None, normalise: bool = False,
+    def __init__(self, support: ArrayLike, weights: ArrayLike | Sequence[object] | None = None, *, n_symbols: int | None = None, normalise: bool = False,
                  atol: float = DEFAULT_ATOL):
         X = token_array(support, np.iinfo(np.int64).max if n_symbols is None else positive_int("n_symbols", n_symbols),
                         allow_mask=False, name="support sequence")
@@ -117,9 +124,9 @@ class ExplicitLanguage:
             raise ValueError("support: an explicit law needs at least one sequence")
         if L == 0:
             raise ValueError("support: sequences of length 0")
-        check_memory(f"an explicit law of {M} sequences of length {L}", explicit_bytes(M, L, exact=True),
-                     "use a smaller support")
         V = int(X.max()) + 1 if n_symbols is None else int(n_symbols)
+        check_memory(f"an explicit law of {M} sequences of length {L}", explicit_bytes(M, L, exact=True, n_symbols=V),
+                     "use a smaller support")
         w, exact = _weights(weights, M, normalise, atol)
         order = np.lexsort(X.T[::-1])
         X = np.ascontiguousarray(X[order])
@@ -170,65 +177,145 @@ class ExplicitLanguage:
                              f"{self.length} only")
         return X
 
-    def _check_work(self, what: str, X: np.ndarray) -> None:
-        n, L = X.shape
-        check_work(f"{what} of {n} sequence(s) against a support of {self.n_sequences} sequences",
-                   n * self.n_sequences * L, "pass fewer sequences at a time")
+    # ------------------------------------------------------------------ the index
+    @cached_property
+    def _index(self) -> ExplicitIndex:
+        """The (position, token) index and the row hashes (:mod:`.explicit_inference`), built on first use."""
+        check_memory(f"the index of an explicit law of {self.n_sequences} sequences of length {self.length}",
+                     ExplicitIndex.bytes(self.n_sequences, self.length, self.n_symbols), "use a smaller support")
+        return ExplicitIndex(self.support_, self.n_symbols)
 
-    def _matches(self, x: np.ndarray) -> np.ndarray:
-        """Boolean (M,): the support sequences that agree with x on its revealed positions."""
-        U = np.flatnonzero(x != MASK)
-        if U.size == 0:
-            return np.ones(self.n_sequences, dtype=bool)
-        return np.all(self.support_[:, U] == x[U], axis=1)
+    @cached_property
+    def _uniform(self) -> bool:
+        """All weights equal: the kernel then counts sequences (exact integers) and scales by the one weight."""
+        return bool(np.all(self.weights_ == self.weights_[0]))
+
+    def _sums(self, X: np.ndarray, what: str, marginals: bool):
+        """(mass, count, numerators) of each row: the weight and number of the support sequences agreeing with it
+        on its revealed positions, and (when asked) their weight by position and token, shape (n, L, V)."""
+        n, L = X.shape
+        idx = self._index
+        check_work(f"{what} of {n} sequence(s) against a support of {self.n_sequences} sequences",
+                   int(idx.shortest(X).sum()) * L + n * L, "pass fewer sequences at a time")
+        V = self.n_symbols
+        if marginals:
+            check_memory(f"{what} of {n} sequence(s) of length {L}", 8 * n * L * V, "pass fewer sequences at a time")
+        num = np.zeros((n, L, V) if marginals else (0, 1, 1))
+        mass = np.zeros(n)
+        count = np.zeros(n, dtype=np.int64)
+        w = np.ones(self.n_sequences) if self._uniform else self.weights_
+        none = np.all(X == MASK, axis=1)  # nothing revealed: the prior, computed once
+        if none.any():
+            prior_mass, prior_num = self._prior
+            mass[none], count[none] = prior_mass, self.n_sequences
+            if marginals:
+                num[none] = prior_num
+        some = np.flatnonzero(~none)
+        if some.size:
+            Xs = X[some]
+            num_s = np.zeros((some.size, L, V) if marginals else (0, 1, 1))
+            mass_s, count_s = np.zeros(some.size), np.zeros(some.size, dtype=np.int64)
+            filter_sums(Xs, self.support_, w, idx.order, idx.starts, num_s, mass_s, count_s)
+            mass[some], count[some] = mass_s, count_s
+            if marginals:
+                num[some] = num_s
+        return mass, count, num
+
+    @cached_property
+    def _prior(self) -> tuple[float, np.ndarray]:
+        """(total weight, weight by position and token) of the whole support, in the kernel's units."""
+        w = np.ones(self.n_sequences) if self._uniform else self.weights_
+        num = np.stack([np.bincount(self.support_[:, i], weights=w, minlength=self.n_symbols)
+                        for i in range(self.length)])
+        return float(w.sum()), num
+
+    def _mass(self, mass: np.ndarray, count: np.ndarray) -> np.ndarray:
+        """q(x_U) of each row as float64: a count times the one weight for a uniform law (1/M exactly when the
+        weights are exact), the summed weight otherwise."""
+        if self._uniform:
+            if self.exact_weights is not None:
+                w0 = self.exact_weights[0]
+                if w0.numerator == 1:  # k / M: one correctly rounded division of two exact integers
+                    return count / float(w0.denominator)
+                return np.array([float(int(k) * w0) for k in count])
+            return count * self.weights_[0]
+        return mass
 
     # --------------------------------------------------------------- inference
     def log_likelihood(self, X) -> np.ndarray:
-        """Natural-log probability of each (partially revealed) sequence, shape (n,); -inf off the support."""
+        """Natural-log probability q(x_U) of each (partially revealed) sequence, shape (n,); -inf off the support.
+
+        Complete sequences are looked up by their hash; partial ones sum the weights of the agreeing support
+        sequences (the shortest index list, not the whole support).  Exact weights are summed in rationals when
+        the law is uniform (a count times 1/M).  Values are clamped to <= 0.
+        """
         X = self.check_tokens(X)
-        self._check_work("scoring", X)
-        out = np.empty(X.shape[0])
-        for r, x in enumerate(X):
-            m = self.weights_[self._matches(x)].sum()
-            out[r] = np.log(m) if m > 0 else -np.inf
-        return out
+        n = X.shape[0]
+        out = np.full(n, -np.inf)
+        full = np.all(X != MASK, axis=1)
+        if full.any():
+            rows = lookup(self._index, self.support_, X[full])
+            lp = np.full(rows.shape[0], -np.inf)
+            hit = rows >= 0
+            lp[hit] = np.log(self.weights_[rows[hit]])
+            out[full] = lp
+        part = ~full
+        if part.any():
+            mass, count, _ = self._sums(X[part], "scoring", marginals=False)
+            q = self._mass(mass, count)
+            with np.errstate(divide="ignore"):
+                out[part] = np.where(count > 0, np.log(np.where(count > 0, q, 1.0)), -np.inf)
+        return np.minimum(out, 0.0)
+
+    def probability(self, x) -> Fraction | float:
+        """q(x_U) of one (partially revealed) sequence: an exact ``Fraction`` when the weights are exact, else
+        a float (``math.fsum`` of the agreeing weights)."""
+        X = self.check_tokens(np.asarray(x)[None, :] if np.ndim(x) == 1 else x)
+        if X.shape[0] != 1:
+            raise ValueError(f"probability takes one sequence, got {X.shape[0]}")
+        idx = self._index
+        rows = _agreeing_rows(idx, self.support_, X[0])
+        if self.exact_weights is None:
+            return math.fsum(self.weights_[rows].tolist())
+        if self._uniform:
+            return len(rows) * self.exact_weights[0]
+        return sum((self.exact_weights[int(r)] for r in rows), Fraction(0))
 
     def in_support(self, X) -> np.ndarray:
-        """Boolean (n,): q(x_U) > 0, decided by matching tokens (no floating point)."""
+        """Boolean (n,): q(x_U) > 0, decided by matching tokens (no floating point): complete sequences by hash."""
         X = self.check_tokens(X)
-        self._check_work("the support check", X)
-        return np.array([bool(self._matches(x).any()) for x in X], dtype=bool)
+        out = np.zeros(X.shape[0], dtype=bool)
+        full = np.all(X != MASK, axis=1)
+        if full.any():
+            out[full] = lookup(self._index, self.support_, X[full]) >= 0
+        if (~full).any():
+            _, count, _ = self._sums(X[~full], "the support check", marginals=False)
+            out[~full] = count > 0
+        return out
 
     def posterior_marginals(self, X, *, off_support: str = "raise") -> np.ndarray:
         """The oracle denoiser: q(x_i = v | x_U) for every position, shape (n, L, V) (Section 3.2).
 
         Revealed positions get the one-hot vector of their token.  Where q(x_U) = 0 no posterior exists:
         ``off_support="raise"`` raises ``ValueError``, ``"uniform"`` returns the uniform law at masked positions.
+        For a uniform law each entry is a ratio of two integer counts, correctly rounded.
         """
         if off_support not in ("raise", "uniform"):
             raise ValueError(f"off_support must be 'raise' or 'uniform', got {off_support!r}")
         X = self.check_tokens(X)
-        self._check_work("the posterior marginals", X)
         n, L = X.shape
         V = self.n_symbols
-        check_memory(f"the posterior marginals of {n} sequence(s) of length {L}", 8 * n * L * V,
-                     "pass fewer sequences at a time")
-        out = np.zeros((n, L, V))
-        for r, x in enumerate(X):
-            keep = self._matches(x)
-            w = self.weights_[keep]
-            total = w.sum()
-            if total <= 0:
-                if off_support == "raise":
-                    raise ValueError(f"sequence {r} has probability 0 under the language: no posterior exists")
-                out[r] = 1.0 / V
-            else:
-                Y = self.support_[keep]
-                for i in range(L):
-                    out[r, i] = np.bincount(Y[:, i], weights=w, minlength=V) / total
-            rev = np.flatnonzero(x != MASK)
-            out[r, rev] = 0.0
-            out[r, rev, x[rev]] = 1.0
+        mass, count, num = self._sums(X, "the posterior marginals", marginals=True)
+        empty = count == 0
+        if empty.any() and off_support == "raise":
+            r = int(np.flatnonzero(empty)[0])
+            raise ValueError(f"sequence {r} has probability 0 under the language: no posterior exists")
+        total = np.where(empty, 1.0, count if self._uniform else mass)
+        out = num / total[:, None, None]
+        out[empty] = 1.0 / V
+        rr, ii = np.nonzero(X != MASK)
+        out[rr, ii, :] = 0.0
+        out[rr, ii, X[rr, ii]] = 1.0
         return out
 
     def sample_sequences(self, n: int, length: int | None = None, seed=None) -> np.ndarray:
@@ -246,3 +333,15 @@ class ExplicitLanguage:
     def __call__(self, X) -> np.ndarray:
         """An explicit law is its own oracle denoiser: ``lang(X) == lang.posterior_marginals(X)``."""
         return self.posterior_marginals(X)
+
+
+def _agreeing_rows(index: ExplicitIndex, support: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The ids of the support sequences agreeing with x on its revealed positions (the shortest list, filtered)."""
+    U = np.flatnonzero(x != MASK)
+    if U.size == 0:
+        return np.arange(support.shape[0])
+    lens = index.starts[U, x[U] + 1] - index.starts[U, x[U]]
+    i = int(U[np.argmin(lens)])
+    cand = index.order[i, index.starts[i, x[i]]:index.starts[i, x[i] + 1]].astype(np.int64)
+    keep = np.all(support[np.ix_(cand, U)] == x[U], axis=1)
+    return cand[keep]

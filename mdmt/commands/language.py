@@ -8,7 +8,8 @@ _CUSTOM = {"n": 3, "states": 32, "vocab": 8, "temperature": 2.0, "threshold": 0.
 
 def add_arguments(p):
     p.add_argument("--language", metavar="SPEC",
-                   help="the language to write: preset:NAME[:SEED] (see --list), interval:l, or a language file")
+                   help="the language to write: preset:NAME[:SEED] or task:NAME[:PARAMS] (see --list), interval:l, "
+                        "or a language file")
     p.add_argument("--kind", choices=["ngram", "hmm"], help="draw a custom random language of this kind (instead of --language)")
     p.add_argument("--n", type=integer, default=None, help="n-gram order (custom ngram; default 3)")
     p.add_argument("--states", type=integer, default=None, help="hidden states (custom hmm; default 32)")
@@ -21,7 +22,7 @@ def add_arguments(p):
                    help="random seed of a custom language, or of the --list table (default 0; a preset's seed is "
                         "part of its SPEC, preset:NAME:SEED)")
     p.add_argument("--out", help="output file (.npz, in any case, for NumPy's format; JSON otherwise)")
-    p.add_argument("--list", action="store_true", help="list the presets with their parameters and pruned fractions")
+    p.add_argument("--list", action="store_true", help="list the presets with their parameters and pruned fractions, and the task presets with their laws")
     add_force(p)
     add_json(p)
 
@@ -52,8 +53,9 @@ def _list(args) -> int:
     for name, pr in PRESETS.items():
         rows.append({**pr.as_dict(), "spec": f"preset:{name}:{args.seed}",
                      "pruned_fraction": pruned_fraction(preset(name, args.seed))})
+    tasks = _task_rows()
     if args.json:
-        print_json(rows)
+        print_json(rows + tasks)
         return 0
     table = []
     for r in rows:
@@ -64,7 +66,19 @@ def _list(args) -> int:
     print(format_table(["language", "kind", "n", "states", "|V|", "temperature", "threshold",
                         "pruned initial", "pruned transition", "pruned emission"], table))
     print(f"(seed {args.seed}; rows are softmax({KAPPA:g}*log U/temperature), U uniform, pruned below the threshold)")
+    print()
+    print(format_table(["task (defaults)", "parameters", "law (uniform on its support)"],
+                       [[t["spec"], ", ".join(t["parameters"]), t["law"]] for t in tasks]))
+    print("(task:NAME:key=value,...; the first parameter may be given by its value alone: task:latin:4; docs/tasks.md)")
     return 0
+
+
+def _task_rows() -> list[dict]:
+    """One row per task preset: its canonical SPEC with the defaults, its parameters and its one-line law."""
+    from mdmt.constructions.languages.tasks import TASKS, canonical_task, parse_task
+
+    return [{"name": name, "kind": "explicit", "spec": canonical_task(name, parse_task(name)),
+             "parameters": [f"{p.name}: {p.doc}" for p in t.params], "law": t.law} for name, t in TASKS.items()]
 
 
 _BYTES_PER_ENTRY = {"json": 120, "npz": 48}  # peak bytes per probability while drawing and writing one
