@@ -183,14 +183,24 @@ def _plan(mode, n, k=None, rate=None, **kw) -> Plan:
                 np.zeros(n) if rate is None else np.asarray(rate, np.float64), **kw)
 
 
-def balanced_sizes(L: int, N: int) -> np.ndarray:
-    """s_1..s_N summing to L with |s_j - s_k| <= 1; the first L mod N steps get ceil(L/N)."""
+REMAINDERS = ("first", "last")
+
+
+def balanced_sizes(L: int, N: int, remainder: str = "first") -> np.ndarray:
+    """s_1..s_N summing to L with |s_j - s_k| <= 1; the L mod N larger steps (ceil(L/N)) come first
+    (``remainder="first"``: LLaDA's ``get_num_transfer_tokens``, which ParallelBench's code reuses) or last
+    (``"last"``)."""
     L = positive_int("L", L)
     N = positive_int("number of steps N", N)
+    if remainder not in REMAINDERS:
+        raise ValueError(f"remainder {remainder!r} is not one of {', '.join(REMAINDERS)}")
     if N > L:
         raise ValueError(f"N = {N} steps > L = {L}: a fixed-size schedule reveals at least one position per step")
     s = np.full(N, L // N, dtype=np.int64)
-    s[: L % N] += 1
+    if remainder == "first":
+        s[: L % N] += 1
+    elif L % N:
+        s[N - L % N:] += 1
     return s
 
 
@@ -267,18 +277,19 @@ class Sizes(Policy):
 class Balanced(Sizes):
     """Balanced sizes over N steps (SPEC ``uniform``); the sizes are fixed once L is known."""
 
-    def __init__(self, N: int):
+    def __init__(self, N: int, remainder: str = "first"):
         self.N = positive_int("number of steps N", N)
+        self.remainder = remainder
         self.spec = "uniform"
 
     def plans(self, L):
-        return [(1.0, _plan(SIZE, self.N, k=balanced_sizes(L, self.N)))]
+        return [(1.0, _plan(SIZE, self.N, k=self.sizes_for(L)))]
 
     def expected_nfe(self, L):
         return float(self.N)
 
     def sizes_for(self, L):
-        return balanced_sizes(L, self.N)
+        return balanced_sizes(L, self.N, self.remainder)
 
 
 def cut_weights(L: int, law: str) -> np.ndarray:
@@ -352,17 +363,23 @@ class TopK(Policy):
 
     adaptive = True
 
-    def __init__(self, score: str, N: int):
+    def __init__(self, score: str, N: int | None = None, sizes=None, remainder: str = "first"):
         if score not in SCORES:
             raise ValueError(f"top-k score {score!r} is not one of {', '.join(SCORES)}")
-        self.score, self.N = score, positive_int("number of steps N", N)
+        self.sizes = None if sizes is None else _sizes(sizes)  # explicit step sizes instead of balanced ones
+        self.score, self.remainder = score, remainder
+        self.N = len(self.sizes) if self.sizes is not None else positive_int("number of steps N", N)
         self.spec = score
 
     def plans(self, L):
-        return [(1.0, _plan(TOPK, self.N, k=balanced_sizes(L, self.N), score=SCORES[self.score]))]
+        return [(1.0, _plan(TOPK, self.N, k=self.sizes_for(L), score=SCORES[self.score]))]
 
     def sizes_for(self, L):
-        return balanced_sizes(L, self.N)
+        if self.sizes is not None:
+            if int(self.sizes.sum()) != L:
+                raise ValueError(f"step sizes {self.sizes.tolist()} sum to {int(self.sizes.sum())}, not L = {L}")
+            return self.sizes
+        return balanced_sizes(L, self.N, self.remainder)
 
 
 def _until_done(mode, L, steps, **kw) -> Plan:
@@ -477,12 +494,20 @@ def fixed_step_sizes(policy: Policy, L: int) -> np.ndarray | None:
 FORMS = POLICY_FORMS  # the SPEC grammar as help texts and errors quote it (mdmt.defaults)
 
 
-def parse_policy(spec: str, N: int | None = None, cap: bool = False) -> Policy:
+def parse_policy(spec: str, N: int | None = None, cap: bool = False, sizes=None, remainder: str = "first") -> Policy:
     """A policy from its SPEC (module docstring; ``FORMS``).
 
     ``N`` is the number of steps of the policies that need one; threshold and entropy-sum run until
-    done unless ``cap`` (then their N-th step reveals everything left).
+    done unless ``cap`` (then their N-th step reveals everything left).  ``sizes`` (explicit step sizes) and
+    ``remainder`` (where balanced sizes put the L mod N larger steps) apply to ``uniform`` and the top-k rules.
     """
+    if sizes is not None and not isinstance(spec, Policy):
+        head = str(spec).strip()
+        if head == "uniform":
+            return Sizes(sizes, spec="uniform")
+        if head in SCORES:
+            return TopK(head, sizes=sizes)
+        raise ValueError(f"policy {spec!r}: explicit step sizes apply to uniform, {', '.join(SCORES)} only")
     if isinstance(spec, Policy):
         return spec
     if not isinstance(spec, str) or not spec.strip():
@@ -499,11 +524,11 @@ def parse_policy(spec: str, N: int | None = None, cap: bool = False) -> Policy:
         sched = parse_schedule(rest if sep else "linear")
         return IID(reveal_probabilities(sched, need_n() if not rest or not ("," in rest) else N), spec=text)
     if head == "uniform" and not sep:
-        return Balanced(need_n())
+        return Balanced(need_n(), remainder)
     if head == "random":
         return RandomSizes(need_n(), rest if sep else "tc")
     if head in SCORES and not sep:
-        return TopK(head, need_n())
+        return TopK(head, need_n(), remainder=remainder)
     if head in ("threshold", "entropy-sum"):
         if not sep:
             raise ValueError(f"policy {text!r}: expected {head}:{'TAU' if head == 'threshold' else 'GAMMA'}")

@@ -34,6 +34,7 @@ from mdmt.runtime.validation import MASK, as_rng, positive_int
 from .denoisers import oracle_denoiser
 from .policies import FIXED, RATE, SIZE, Policy, score_table, step_count, step_cut
 from .sampler import SampleResult, draw_tokens
+from .support_exact import check_decode, greedy_table
 from mdmt.runtime.numba_cache import configure_numba_cache
 from mdmt.constructions.types import Denoiser, Language, Seed
 
@@ -121,8 +122,10 @@ def reveal_loop(policy: Policy, L: int, num: int, rng, choose):
     return nfe, reveal_step
 
 
-def _run(language, L: int, policy: Policy, num: int, den, rng, batch: int, x_true=None):
-    """The sampler (x_true None) and the teacher-forced estimate: one uniform per position per step for the tokens."""
+def _run(language, L: int, policy: Policy, num: int, den, rng, batch: int, x_true=None, decode: str = "sample"):
+    """The sampler (x_true None) and the teacher-forced estimate: one uniform per position per step for the tokens.
+    ``decode="greedy"``: the revealed tokens are drawn uniformly from the argmax set of each marginal
+    (:func:`.support_exact.greedy_table`); the positions are still chosen from the marginals themselves."""
     V = language.n_symbols
     X = np.full((num, L), MASK, dtype=np.int64)
     logp = np.zeros(num)
@@ -141,7 +144,8 @@ def _run(language, L: int, policy: Policy, num: int, den, rng, batch: int, x_tru
                 S[r] = select(plan, j, k[r], masked[r], keys[r], in_step, score_table(P, plan.score))
             rr, cc = np.nonzero(S[r])
             if x_true is None:
-                X[r[rr], cc] = draw_tokens(P[rr, cc], U[r[rr], cc])
+                T = P[rr, cc] if decode == "sample" else greedy_table(P[rr, cc])
+                X[r[rr], cc] = draw_tokens(T, U[r[rr], cc])
             else:
                 with np.errstate(divide="ignore"):
                     np.add.at(logp, r[rr], np.log(P[rr, cc, x_true[r[rr], cc]]))
@@ -152,15 +156,18 @@ def _run(language, L: int, policy: Policy, num: int, den, rng, batch: int, x_tru
     return X, nfe, reveal_step, logp
 
 
-def sample_policy(language: Language, L: int, policy: Policy, num: int, denoiser: Denoiser | None = None, seed: Seed = None, batch: int = 512) -> SampleResult:
-    """Draw ``num`` sequences from the policy's reverse process with the oracle (None) or any denoiser; seeded."""
+def sample_policy(language: Language, L: int, policy: Policy, num: int, denoiser: Denoiser | None = None, seed: Seed = None, batch: int = 512,
+                  decode: str = "sample") -> SampleResult:
+    """Draw ``num`` sequences from the policy's reverse process with the oracle (None) or any denoiser; seeded.
+    ``decode``: ``"sample"`` (tokens from the marginals, Eq. 3) or ``"greedy"`` (argmax, ties uniformly)."""
+    check_decode(decode)
     L = positive_int("L", L)
     num = positive_int("num", num, minimum=0)
     batch = positive_int("batch", batch)
     rng = as_rng(seed)
     den = denoiser if denoiser is not None else oracle_denoiser(language)
     t0 = time.perf_counter()
-    X, nfe, steps, _ = _run(language, L, policy, num, den, rng, batch)
+    X, nfe, steps, _ = _run(language, L, policy, num, den, rng, batch, decode=decode)
     return SampleResult(X, nfe, steps, time.perf_counter() - t0, "generic")
 
 

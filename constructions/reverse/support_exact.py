@@ -480,6 +480,14 @@ def _weights_for_floats(lang) -> np.ndarray:
     return np.asarray(lang.weights_, dtype=np.float64)
 
 
+def greedy_table(P: np.ndarray) -> np.ndarray:
+    """The token law of greedy decoding for marginals P (..., V): uniform on the argmax set (probabilities within
+    ``TIE_TOL`` of the maximum are tied), the law the samplers draw from with ``decode="greedy"``."""
+    P = np.asarray(P, dtype=np.float64)
+    top = P >= P.max(axis=-1, keepdims=True) - TIE_TOL
+    return top / top.sum(axis=-1, keepdims=True)
+
+
 def check_decode(decode: str) -> str:
     if decode not in DECODES:
         raise ValueError(f"decode {decode!r} is not one of {', '.join(DECODES)}")

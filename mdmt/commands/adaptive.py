@@ -23,11 +23,23 @@ def _policy(p, default="confidence"):
 
 
 def _instance(p):
-    """--language, --length, --steps (optional) and --policy."""
+    """--language, --length, --steps (optional), --policy and the decoding options (--sizes, --remainder, --decode)."""
+    from ._decoding import add_decoding
+
     add_language(p)
     add_length(p)
     add_steps(p, required=False)
     _policy(p)
+    add_decoding(p)
+
+
+def _parse_policy(args):
+    """The policy of --policy with -N, --sizes and --remainder."""
+    from mdmt.constructions.reverse.policies import parse_policy
+
+    from ._decoding import sizes_of
+
+    return parse_policy(args.policy, args.steps, cap=True, sizes=sizes_of(args), remainder=args.remainder)
 
 
 def _parts_options(p):
@@ -139,7 +151,6 @@ def _denoiser(args, lang):
 
 def _sample(args) -> int:
     from mdmt.constructions.reverse.metrics import perplexity_note, sample_metrics
-    from mdmt.constructions.reverse.policies import parse_policy
     from mdmt.constructions.reverse.policy_sampler import sample_policy, teacher_forced_estimate
 
     from mdmt.runtime.resources import check_memory
@@ -150,15 +161,19 @@ def _sample(args) -> int:
     check_memory(f"--num {args.num} samples of --length {args.length} with their reveal steps",
                  _BYTES_PER_POSITION * args.num * args.length + 16 * min(args.num, 512) * args.length * lang.n_symbols,
                  "use a smaller --num or --length")
-    pol = parse_policy(args.policy, args.steps, cap=True)
+    if getattr(lang, "kind", None) == "explicit":
+        from ._decoding import check_explicit_length
+
+        check_explicit_length(lang, args)
+    pol = _parse_policy(args)
     den, what = _denoiser(args, lang)
     try:
-        res = sample_policy(lang, args.length, pol, args.num, denoiser=den, seed=args.seed)
+        res = sample_policy(lang, args.length, pol, args.num, denoiser=den, seed=args.seed, decode=args.decode)
     except ValueError as exc:
         raise _more_steps_than_positions(args, exc) from None
     metrics = sample_metrics(lang, res.samples)
-    out = {"length": args.length, "steps": args.steps, "policy": pol.spec, "denoiser": what, **metrics,
-           "nfe_mean": float(res.nfe.mean())}
+    out = {"length": args.length, "steps": args.steps, "policy": pol.spec, "decode": args.decode, "denoiser": what,
+           **metrics, "nfe_mean": float(res.nfe.mean())}
     note = perplexity_note(metrics)
     if note:
         out["note"] = note
@@ -171,12 +186,23 @@ def _sample(args) -> int:
 
 
 def _exact(args) -> int:
-    from mdmt.constructions.reverse.policies import parse_policy
     from mdmt.constructions.reverse.policy_exact import exact_policy_law, teacher_forced
 
     _check_instance(args)
     lang = load_language(args.language)
-    pol = parse_policy(args.policy, args.steps, cap=True)
+    if getattr(lang, "kind", None) == "explicit":  # the law on the support (mdmt.constructions.reverse.support_exact)
+        from ._decoding import explicit_exact
+
+        try:
+            out = explicit_exact(lang, args, _parse_policy(args))
+        except ValueError as exc:
+            raise _more_steps_than_positions(args, exc) from None
+        print_quantities(out, args.json)
+        return 0
+    if args.decode == "greedy":
+        raise ValueError(f"--decode greedy: the exact law of greedy decoding is computed on explicit laws (task:NAME "
+                         f"or an explicit language file), not on {args.language}")
+    pol = _parse_policy(args)
     try:
         law = exact_policy_law(lang, args.length, pol, support_only=False)
     except ValueError as exc:
