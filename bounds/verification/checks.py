@@ -78,6 +78,7 @@ FAMILIES = {  # key: title (at most 42 characters, for one line per family)
     "IA": "interval arithmetic encloses exact values",
     "OP": "oracle posteriors q(x_i | x_U) = joint",
     "RF": "refutation: claims, certificates by hand",
+    "PB": "ParallelBench Sec. 4 = exact task laws",
 }
 
 

@@ -32,6 +32,7 @@ from mdmt.constructions.languages.random_languages import random_hmm, random_ngr
 from . import checks
 from . import checks_beyond as beyond
 from . import checks_refute as refute_checks
+from .checks_parallelbench import parallelbench_rows
 from .checks import FAMILIES, Instance, Row
 
 
@@ -91,7 +92,7 @@ class Job:
     cost: float = 0.1  # expected seconds (first run included): worker processes take the costliest groups first
 
 
-FULL_ONLY = frozenset({"OP"})  # families that only the full verify runs
+FULL_ONLY = frozenset({"OP", "PB"})  # families that only the full verify runs
 
 
 def jobs(quick: bool) -> list[Job]:
@@ -114,6 +115,7 @@ def jobs(quick: bool) -> list[Job]:
            Job(("RF",), refute_checks.refutation_rows, "refutation layer")]
     if not quick:  # FULL_ONLY below: its kernels (the languages' own posteriors) cost more to compile than the rest of --quick
         out.append(Job(("OP",), beyond.posterior_rows, "oracle posteriors"))
+        out.append(Job(("PB",), parallelbench_rows, "ParallelBench Section 4", cost=20.0))
     for inst in instances(quick):
         out.append(Job(("C3", "C4"), partial(checks.tc_rows, inst), f"{inst.key}: total correlations", inst.key))
         out.append(Job(("C1", "C2", "C2E", "C4E", "EQ3", "LE", "T43", "T44"),

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -297,13 +298,27 @@ def _keys(X: np.ndarray, V: int) -> np.ndarray:
     return np.array([r.tobytes() for r in np.ascontiguousarray(X.astype(">i8"))], dtype=object)
 
 
+_INT_WEIGHTS: dict = {}  # id(law) -> (weak reference, integer weights): one conversion per law
+
+
 def integer_weights(lang) -> np.ndarray | None:
     """The exact weights times their common denominator (int64, or Python integers), or None for float weights."""
     if lang.exact_weights is None:
         return None
-    den = math.lcm(*{f.denominator for f in lang.exact_weights})
-    ints = [int(f * den) for f in lang.exact_weights]
-    return np.array(ints, dtype=np.int64 if max(ints) < 2 ** 62 else object)
+    got = _INT_WEIGHTS.get(id(lang))
+    if got is not None and got[0]() is lang:
+        return got[1]
+    ew = lang.exact_weights
+    if len(set(ew)) == 1:  # uniform: every weight 1
+        W = np.ones(len(ew), dtype=np.int64)
+    else:
+        den = math.lcm(*{f.denominator for f in ew})
+        ints = [f.numerator * (den // f.denominator) for f in ew]
+        W = np.array(ints, dtype=np.int64 if max(ints) < 2 ** 62 else object)
+    W.setflags(write=False)
+    _INT_WEIGHTS.clear() if len(_INT_WEIGHTS) > 64 else None
+    _INT_WEIGHTS[id(lang)] = (weakref.ref(lang), W)
+    return W
 
 
 def _image(lang, X2: np.ndarray, keys: np.ndarray, W) -> np.ndarray | None:
@@ -472,11 +487,9 @@ def _weights_for_floats(lang) -> np.ndarray:
     """Integer-valued float weights when the law is rational and they fit 2^53 (sums and ratios are then exactly
     those of the counts, so exact ties stay ties); the float weights otherwise.  Marginals are ratios, so any
     positive multiple of q gives the same process."""
-    if lang.exact_weights is not None:
-        den = math.lcm(*{f.denominator for f in lang.exact_weights})
-        ints = [int(f * den) for f in lang.exact_weights]
-        if sum(ints) < 2 ** 53:
-            return np.array(ints, dtype=np.float64)
+    W = integer_weights(lang)
+    if W is not None and int(W.sum()) < 2 ** 53:
+        return W.astype(np.float64)
     return np.asarray(lang.weights_, dtype=np.float64)
 
 
@@ -494,11 +507,13 @@ def check_decode(decode: str) -> str:
     return decode
 
 
-def support_law(lang, policy: Policy, decode: str = "sample", symmetries: bool = True, rationals="auto",
+def support_law(lang, policy: Policy, decode: str = "sample", symmetries=True, rationals="auto",
                 length: int | None = None) -> SupportLaw:
     """The exact output law of ``policy`` with the oracle denoiser of ``lang`` and the token rule ``decode``
     on the support of ``lang`` (module docstring).  ``rationals``: True, False or ``"auto"`` (when the rational
-    chain is small enough, :data:`RATIONAL_BUDGET`)."""
+    chain is small enough, :data:`RATIONAL_BUDGET`).  ``symmetries``: True (find them), False (none), or the
+    generators of an earlier :func:`symmetry_generators` call on the same law (reused; position permutations
+    are dropped for a policy that does not treat positions alike)."""
     check_decode(decode)
     L = lang.length
     if length is not None and int(length) != L:
@@ -511,7 +526,10 @@ def support_law(lang, policy: Policy, decode: str = "sample", symmetries: bool =
     adaptive = any(p.score != NO_SCORE and np.any(p.mode != SIZE) for _, p in plans)
     full = greedy or adaptive
     V = lang.n_symbols
-    gens = symmetry_generators(lang, positions=position_symmetric(policy)) if symmetries else []
+    if isinstance(symmetries, list):
+        gens = symmetries if position_symmetric(policy) else [g for g in symmetries if g[0].startswith("tokens")]
+    else:
+        gens = symmetry_generators(lang, positions=position_symmetric(policy)) if symmetries else []
     labels = orbits(lang.n_sequences, gens)
     reps_idx = np.unique(labels)
     per_rep = (1 << L) * (L * V if full else 1) * 8
@@ -567,8 +585,7 @@ def exact_rationals(lang, policy: Policy, decode: str, reps_idx) -> dict:
                          "rationals are available for fixed sizes, top-k, thresholds and fixed orders")
     if lang.exact_weights is None:
         raise ValueError("the law's weights are floats; exact rationals need rational weights")
-    den = math.lcm(*{f.denominator for f in lang.exact_weights})
-    W = [int(f * den) for f in lang.exact_weights]
+    W = [int(v) for v in integer_weights(lang)]
     X = lang.support_
     L, V = lang.length, lang.n_symbols
     plans = policy.plans(L)
