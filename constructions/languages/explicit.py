@@ -76,7 +76,7 @@ def _weights(weights, M: int, normalise: bool, atol: float) -> tuple[np.ndarray,
         if total != 1:
             if not normalise:
                 raise ValueError(f"weights sum to {total} (= {float(total):.17g}), not 1; pass normalise=True "
-                                 "(--normalise) to divide them by their sum")
+                                 "(mdmt language --normalise) to divide them by their sum")
             exact_list = [e / total for e in exact_list]
         exact = tuple(exact_list)  # type: ignore[arg-type]
         w = np.array([float(e) for e in exact], dtype=np.float64)
@@ -92,8 +92,8 @@ def _weights(weights, M: int, normalise: bool, atol: float) -> tuple[np.ndarray,
     total = float(w.sum())
     if abs(total - 1.0) > atol:
         if not normalise:
-            raise ValueError(f"weights sum to {total!r}, not 1 (tolerance {atol}); pass normalise=True (--normalise) "
-                             "to divide them by their sum")
+            raise ValueError(f"weights sum to {total!r}, not 1 (tolerance {atol}); pass normalise=True "
+                             "(mdmt language --normalise) to divide them by their sum")
     return w / total, None
 
 

@@ -147,13 +147,14 @@ def add_force(parser, outputs: str = "--out") -> None:
 
 # ----------------------------------------------------------------------------- parsing helpers
 
-def load_language(spec: str, flag: str = "--language"):
-    """The language a SPEC names (``preset:NAME[:SEED]``, ``interval:l`` or a file); an error names ``flag``
-    and the SPEC as given (``--language x.json: invalid JSON (...)``), keeping its class."""
+def load_language(spec: str, flag: str = "--language", *, normalise: bool = False):
+    """The language a SPEC names (``preset:NAME[:SEED]``, ``interval:l``, ``task:NAME[:PARAMS]`` or a file); an
+    error names ``flag`` and the SPEC as given (``--language x.json: invalid JSON (...)``), keeping its class.
+    ``normalise`` divides an explicit law's weights by their sum (``mdmt language --normalise``)."""
     from mdmt.constructions.languages.spec import language_from_spec
 
     try:
-        return language_from_spec(spec)
+        return language_from_spec(spec, normalise=normalise)
     except FileNotFoundError as exc:
         from pathlib import Path
 
