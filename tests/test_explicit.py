@@ -249,3 +249,21 @@ def test_a_file_too_large_to_hold_is_refused(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "5040 sequences of length 7" in err and "needs" in err, err
     assert not (tmp_path / "o.npz").exists()
+
+
+def test_sequence_entropy_is_exact_and_sample_reports_it(capsys):
+    import json
+
+    from mdmt.cli import main
+
+    lang = language_from_spec("task:latin:4")
+    assert math.isclose(lang.sequence_entropy(16), math.log(576), rel_tol=1e-12)
+    with pytest.raises(ValueError, match="length 5: this explicit law holds sequences of length 16 only"):
+        lang.sequence_entropy(5)
+    assert main(["sample", "--language", "task:shuffle:n=4", "--length", "4", "--steps", "4", "--num", "5",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["entropy_rate_method"] == "exact" and math.isclose(out["entropy_rate"], math.log(24) / 4)
+    assert main(["sample", "--language", "task:shuffle:n=4", "--length", "5", "--steps", "4", "--num", "5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("mdmt sample: error:") and "length 4 only" in err, err

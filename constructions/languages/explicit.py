@@ -318,6 +318,13 @@ class ExplicitLanguage:
         out[rr, ii, X[rr, ii]] = 1.0
         return out
 
+    def sequence_entropy(self, length: int | None = None) -> float:
+        """H(X_1..X_L) in nats, exactly from the weights: -sum_y w_y log w_y.  ``length``, if given, must be L."""
+        if length is not None and positive_int("length", length) != self.length:
+            raise ValueError(f"length {length}: this explicit law holds sequences of length {self.length} only")
+        w = self.weights_
+        return float(-(w * np.log(w)).sum())
+
     def sample_sequences(self, n: int, length: int | None = None, seed=None) -> np.ndarray:
         """Draw ``n`` i.i.d. sequences from q; int64 (n, L).  ``length``, if given, must be L."""
         n = positive_int("n", n, minimum=0)
