@@ -99,7 +99,7 @@ class Family:
     def n_symbols(self) -> int:
         """|V|: the last table (conditionals, or emissions) has one column per token."""
         if self.base is not None:
-            return int(self.base.n_symbols)
+            return int(getattr(self.base, "n_symbols"))
         if self.vocab is not None:
             return int(self.vocab)
         return int(self.shapes[-1][-1])
@@ -144,9 +144,9 @@ class Family:
 
         M, L = self.shapes[0]
         tokens = np.minimum(codes[:M * L].reshape(M, L), self.n_symbols - 1)
-        w = np.where(codes[M * L:] > 0, np.exp2(np.maximum(codes[M * L:], 1) - 1.0), 0.0)
+        weights = np.where(codes[M * L:] > 0, np.exp2(np.maximum(codes[M * L:], 1) - 1.0), 0.0)
         words, inverse = np.unique(tokens, axis=0, return_inverse=True)
-        mass = np.bincount(inverse.ravel(), weights=w, minlength=len(words))
+        mass = np.bincount(inverse.ravel(), weights=weights, minlength=len(words)).astype(np.float64)
         if not (mass > 0).any():
             mass = np.ones(len(words))
         keep = mass > 0
@@ -311,7 +311,7 @@ def family(text) -> Family:
         except NotCertifiable as exc:
             raise ValueError(f"family {text!r}: {exc}") from None
         interval = int(text.partition(":")[2]) if text.startswith("interval:") else None
-        length = base.length if getattr(base, "kind", None) == "explicit" else None
+        length = int(getattr(base, "length")) if getattr(base, "kind", None) == "explicit" else None
         fam = Family(text, "language", shapes, base=base, interval=interval, length=length)
     if fam.entries > MAX_TABLE_ENTRIES:
         raise ValueError(f"family {text!r}: its tables have {fam.entries} entries; the search draws one code "

@@ -61,14 +61,13 @@ def _exact_weight(value, k: int) -> Fraction | None:
 def _weights(weights, M: int, normalise: bool, atol: float) -> tuple[np.ndarray, tuple[Fraction, ...] | None]:
     """Validated float64 weights (summing to 1) and, when every weight was given exactly, the exact ones."""
     if weights is None:
-        exact = (Fraction(1, M),) * M
-        return np.full(M, 1.0 / M), exact
+        return np.full(M, 1.0 / M), (Fraction(1, M),) * M
     raw = list(weights) if not isinstance(weights, np.ndarray) else weights.tolist()
     if len(raw) != M:
         raise ValueError(f"weights: {len(raw)} given for {M} sequences of the support")
-    exact_list = [_exact_weight(v, k) for k, v in enumerate(raw)]
-    exact: tuple[Fraction, ...] | None = None
-    if all(e is not None for e in exact_list):
+    given = [_exact_weight(v, k) for k, v in enumerate(raw)]
+    exact_list: list[Fraction] = [e for e in given if e is not None]
+    if len(exact_list) == M:
         for k, e in enumerate(exact_list):
             if e <= 0:
                 raise ValueError(f"weight {k} = {e} is not positive (an explicit law lists its support only)")
@@ -78,7 +77,7 @@ def _weights(weights, M: int, normalise: bool, atol: float) -> tuple[np.ndarray,
                 raise ValueError(f"weights sum to {total} (= {float(total):.17g}), not 1; pass normalise=True "
                                  "(mdmt language --normalise) to divide them by their sum")
             exact_list = [e / total for e in exact_list]
-        exact = tuple(exact_list)  # type: ignore[arg-type]
+        exact = tuple(exact_list)
         w = np.array([float(e) for e in exact], dtype=np.float64)
         return w, exact
     try:
@@ -89,12 +88,12 @@ def _weights(weights, M: int, normalise: bool, atol: float) -> tuple[np.ndarray,
     if bad.size:
         k = int(bad[0])
         raise ValueError(f"weight {k} = {float(w[k])!r} is not a positive finite number (an explicit law lists its support only)")
-    total = float(w.sum())
-    if abs(total - 1.0) > atol:
+    ftotal = float(w.sum())
+    if abs(ftotal - 1.0) > atol:
         if not normalise:
-            raise ValueError(f"weights sum to {total!r}, not 1 (tolerance {atol}); pass normalise=True "
+            raise ValueError(f"weights sum to {ftotal!r}, not 1 (tolerance {atol}); pass normalise=True "
                              "(mdmt language --normalise) to divide them by their sum")
-    return w / total, None
+    return w / ftotal, None
 
 
 class ExplicitLanguage:

@@ -229,7 +229,7 @@ def information_quantities(language: Language, L: int, method: str = "auto", num
 def information_profile(tables: Tables | ExplicitLanguage) -> np.ndarray:
     """f(u) = average of H(X_W) over |W| = u, u = 0..L (nats), from the joint entropies of every subset: of the
     exact tables of an HMM or n-gram, or of an explicit law's support (O(M 2^L), refused beyond the work limit)."""
-    if _is_explicit(tables):
+    if isinstance(tables, ExplicitLanguage):
         return information_profile_explicit(tables)
     HW = subset_entropies(tables)
     L = tables.L
