@@ -267,3 +267,14 @@ def test_sequence_entropy_is_exact_and_sample_reports_it(capsys):
     assert main(["sample", "--language", "task:shuffle:n=4", "--length", "5", "--steps", "4", "--num", "5"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("mdmt sample: error:") and "length 4 only" in err, err
+
+
+def test_membership_survives_hash_collisions(monkeypatch):
+    from mdmt.constructions.languages import explicit_inference
+
+    # every row hashed to one value: the lookup must fall back to comparing tokens
+    monkeypatch.setattr(explicit_inference, "row_hashes", lambda X: np.zeros(len(X), dtype=np.uint64))
+    lang = ExplicitLanguage([[0, 1, 2], [2, 1, 0], [1, 1, 1]], ["1/2", "1/4", "1/4"], n_symbols=3)
+    X = np.array([[2, 1, 0], [0, 0, 0], [1, 1, 1], [0, 1, 2]])
+    np.testing.assert_array_equal(lang.in_support(X), [True, False, True, True])
+    np.testing.assert_array_equal(lang.log_likelihood(X), np.log([0.25, 0, 0.25, 0.5]))
