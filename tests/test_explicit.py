@@ -278,3 +278,11 @@ def test_membership_survives_hash_collisions(monkeypatch):
     X = np.array([[2, 1, 0], [0, 0, 0], [1, 1, 1], [0, 1, 2]])
     np.testing.assert_array_equal(lang.in_support(X), [True, False, True, True])
     np.testing.assert_array_equal(lang.log_likelihood(X), [np.log(0.25), -np.inf, np.log(0.25), np.log(0.5)])
+
+
+def test_log_likelihood_of_exact_weights_is_correctly_rounded():
+    # 1/10 + 2/10 in floats is 0.30000000000000004; the exact sum is 3/10, whose float is 0.3
+    lang = ExplicitLanguage([[0, 0], [0, 1], [1, 1]], ["1/10", "2/10", "7/10"])
+    assert lang.log_likelihood(np.array([[0, MASK]]))[0] == np.log(0.3) != np.log(0.1 + 0.2)
+    floats = ExplicitLanguage([[0, 0], [0, 1], [1, 1]], [0.1, 0.2, 0.7])
+    assert math.isclose(floats.log_likelihood(np.array([[0, MASK]]))[0], np.log(0.3), rel_tol=1e-15)

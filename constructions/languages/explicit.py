@@ -34,6 +34,7 @@ from .explicit_inference import ExplicitIndex, filter_sums, lookup
 # Bytes per sequence of the support held in memory: the int64 tokens (8 L), the float64 weight, the sort order
 # and an exact weight (a Fraction, about 100 bytes) -- used by :func:`explicit_bytes` before allocating.
 _FRACTION_BYTES = 112
+_EXACT_SUM_ROWS = 256  # log q(x_U) of a law with exact weights sums at most this many agreeing weights in rationals
 
 
 def explicit_bytes(n_sequences: int, length: int, exact: bool = False, n_symbols: int = 0) -> int:
@@ -246,7 +247,8 @@ class ExplicitLanguage:
 
         Complete sequences are looked up by their hash; partial ones sum the weights of the agreeing support
         sequences (the shortest index list, not the whole support).  Exact weights are summed in rationals when
-        the law is uniform (a count times 1/M).  Values are clamped to <= 0.
+        the law is uniform (a count times 1/M) or when at most 256 sequences agree, so q(x_U) is then correctly
+        rounded before its log.  Values are clamped to <= 0.
         """
         X = self.check_tokens(X)
         n = X.shape[0]
@@ -260,8 +262,13 @@ class ExplicitLanguage:
             out[full] = lp
         part = ~full
         if part.any():
-            mass, count, _ = self._sums(X[part], "scoring", marginals=False)
+            Xp = X[part]
+            mass, count, _ = self._sums(Xp, "scoring", marginals=False)
             q = self._mass(mass, count)
+            if self.exact_weights is not None and not self._uniform:  # few agreeing rows: their sum in rationals
+                for r in np.flatnonzero((count > 0) & (count <= _EXACT_SUM_ROWS)):
+                    rows = _agreeing_rows(self._index, self.support_, Xp[r])
+                    q[r] = float(sum((self.exact_weights[int(k)] for k in rows), Fraction(0)))
             with np.errstate(divide="ignore"):
                 out[part] = np.where(count > 0, np.log(np.where(count > 0, q, 1.0)), -np.inf)
         return np.minimum(out, 0.0)
