@@ -42,7 +42,7 @@ from ..languages.explicit import ExplicitLanguage
 from ..languages.ngram import NGram, as_hmm
 from mdmt.runtime.validation import as_rng, positive_int
 from .chain import subset_entropies
-from .information_explicit import (information_explicit, information_profile_explicit, leave_one_out_explicit,
+from .information_explicit import (entropies_explicit, information_profile_explicit, leave_one_out_explicit,
                                    marginal_entropies_explicit)
 from .tables import Tables, log_q_on_grid
 
@@ -213,7 +213,7 @@ def information_quantities(language: Language, L: int, method: str = "auto", num
     if _is_explicit(language):
         _check_explicit_length(language, L)
         if method in ("auto", "exact"):
-            return information_explicit(language)
+            return _summary("exact", L, *entropies_explicit(language))
     if method == "auto":
         if isinstance(language, NGram):
             method = "windowed"

@@ -49,10 +49,9 @@ def _group_entropy(support: np.ndarray, w: np.ndarray, V: int, cols) -> float:
     return _entropy(np.bincount(labels, weights=w, minlength=n))
 
 
-def information_explicit(language) -> dict:
-    """H(X), H(X_i), H(X_i | X_-i), I(X_i; X_-i), TC and DTC of an explicit law at its length, exactly."""
-    from .information import _summary
-
+def entropies_explicit(language) -> tuple[float, np.ndarray, np.ndarray]:
+    """(H(X), H(X_i), H(X_i | X_-i)) of an explicit law at its length, exactly (nats); the information quantities
+    (:func:`~mdmt.constructions.reverse.information.information_quantities`) follow from them."""
     X, w, V, L = language.support_, language.weights_, language.n_symbols, language.length
     M = X.shape[0]
     check_work(f"the information quantities of an explicit law of {M} sequences of length {L}", M * L * L,
@@ -60,7 +59,7 @@ def information_explicit(language) -> dict:
     H = _entropy(w)
     Hi = np.array([_entropy(np.bincount(X[:, i], weights=w, minlength=V)) for i in range(L)])
     Hc = np.array([H - _group_entropy(X, w, V, [j for j in range(L) if j != i]) for i in range(L)])
-    return _summary("exact", L, H, Hi, np.maximum(Hc, 0.0))
+    return H, Hi, np.maximum(Hc, 0.0)
 
 
 def subset_entropies_explicit(language) -> np.ndarray:
