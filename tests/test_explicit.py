@@ -163,3 +163,126 @@ def test_a_million_sequences():
     keep = [np.all(lang.support_[:, x != MASK] == x[x != MASK], axis=1) for x in X]
     np.testing.assert_allclose(np.exp(lang.log_likelihood(X)), [k.sum() / 1e6 for k in keep], rtol=1e-12)
     assert np.all(lang.in_support(lang.support_[::1000]))
+
+
+# ---------------------------------------------------------------------------------------------- files
+@pytest.mark.parametrize("ext", ["json", "npz", "NPZ"])
+@pytest.mark.parametrize("weights", [None, ["1/7", "2/7", "4/7"], [0.2, 0.3, 0.5]])
+def test_files_round_trip_exactly(tmp_path, ext, weights):
+    from mdmt.constructions.languages import load_language, save_language
+    from mdmt.constructions.languages.io import language_digest
+
+    lang = ExplicitLanguage([[2, 1], [0, 1], [1, 1]], weights, n_symbols=4)
+    path = save_language(lang, tmp_path / f"e.{ext}")
+    back = load_language(path)
+    assert back == lang and back.exact_weights == lang.exact_weights and back.n_symbols == 4
+    assert language_digest(back) == language_digest(lang)
+    assert language_digest(lang) != language_digest(ExplicitLanguage([[2, 1], [0, 1], [1, 1]], n_symbols=5)) \
+        or weights is not None
+
+
+def test_a_hand_written_file_with_rational_weights(tmp_path):
+    from mdmt.constructions.languages import load_language
+
+    path = tmp_path / "l.json"
+    path.write_text('{"kind": "explicit", "n_symbols": 3, "length": 2, "sequences": [[0, 1], [2, 2]], '
+                    '"weights": ["1/576", "575/576"]}')
+    lang = load_language(path)
+    assert lang.exact_weights == (Fraction(1, 576), Fraction(575, 576))
+    assert language_from_spec(str(path)) == lang
+
+
+BAD_FILES = {
+    "duplicate": ({"sequences": [[0, 1], [0, 1]]}, r"invalid key 'sequences': support: the sequence [0, 1] is listed twice"),
+    "mixed lengths": ({"sequences": [[0, 1], [1]]}, "sequence 1 has 1 tokens, not length = 2"),
+    "token >= V": ({"sequences": [[0, 1], [1, 3]]}, "token 3 is outside the vocabulary (allowed 0..2)"),
+    "negative weight": ({"weights": [1.5, -0.5]}, "weight 1 = -0.5 is not a positive finite number"),
+    "NaN weight": ({"weights": [0.5, float("nan")]}, "weight 1 = nan is not a positive finite number"),
+    "zero-sum weights": ({"weights": [0, 0]}, "weight 0 = 0 is not positive"),
+    "sum not 1": ({"weights": ["1/3", "1/3"]}, "weights sum to 2/3 (= 0.66666666666666663), not 1"),
+    "float sum not 1": ({"weights": [0.3, 0.3]}, "weights sum to 0.6, not 1"),
+    "boolean weight": ({"weights": [True, 0.3]}, "weight 0 is True, not a number"),
+    "text weight": ({"weights": ["half", 0.3]}, "weight 0 = 'half' is not a number"),
+    "float token": ({"sequences": [[0, 1.5], [1, 2]]}, "sequence 0 position 1: token 1.5 is not an integer"),
+    "no V": ({"n_symbols": None}, "missing key 'n_symbols'"),
+    "empty": ({"sequences": []}, "an explicit law needs at least one sequence"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_FILES))
+def test_bad_files_are_refused_in_one_line(tmp_path, capsys, case):
+    import json
+
+    from mdmt.cli import main
+
+    doc = {"kind": "explicit", "n_symbols": 3, "length": 2, "sequences": [[0, 1], [1, 2]]}
+    change, message = BAD_FILES[case]
+    doc.update(change)
+    doc = {k: v for k, v in doc.items() if v is not None}
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["language", "--language", str(tmp_path / "bad.json"), "--out", str(tmp_path / "out.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("mdmt language: error: --language ") and message in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+def test_normalise_writes_a_normalised_copy(tmp_path, capsys):
+    from mdmt.cli import main
+    from mdmt.constructions.languages import load_language
+
+    (tmp_path / "w.json").write_text('{"kind": "explicit", "n_symbols": 2, "length": 1, "sequences": [[0], [1]], '
+                                     '"weights": ["1/3", "1/6"]}')
+    assert main(["language", "--language", str(tmp_path / "w.json"), "--normalise", "--out", str(tmp_path / "n.json")]) == 0
+    assert load_language(tmp_path / "n.json").exact_weights == (Fraction(2, 3), Fraction(1, 3))
+    assert main(["language", "--kind", "hmm", "--normalise", "--out", str(tmp_path / "h.json")]) == 2
+    assert "--normalise applies to --language FILE only" in capsys.readouterr().err
+
+
+def test_a_file_too_large_to_hold_is_refused(tmp_path, capsys, monkeypatch):
+    from mdmt.cli import main
+    from mdmt.constructions.languages import save_language
+
+    save_language(language_from_spec("task:shuffle:n=7"), tmp_path / "s.npz")
+    monkeypatch.setenv("MDMT_MAX_MEMORY", "1000K")  # the file's arrays fit (867 KiB), the law does not
+    assert main(["language", "--language", str(tmp_path / "s.npz"), "--out", str(tmp_path / "o.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "5040 sequences of length 7" in err and "needs" in err, err
+    assert not (tmp_path / "o.npz").exists()
+
+
+def test_sequence_entropy_is_exact_and_sample_reports_it(capsys):
+    import json
+
+    from mdmt.cli import main
+
+    lang = language_from_spec("task:latin:4")
+    assert math.isclose(lang.sequence_entropy(16), math.log(576), rel_tol=1e-12)
+    with pytest.raises(ValueError, match="length 5: this explicit law holds sequences of length 16 only"):
+        lang.sequence_entropy(5)
+    assert main(["sample", "--language", "task:shuffle:n=4", "--length", "4", "--steps", "4", "--num", "5",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["entropy_rate_method"] == "exact" and math.isclose(out["entropy_rate"], math.log(24) / 4)
+    assert main(["sample", "--language", "task:shuffle:n=4", "--length", "5", "--steps", "4", "--num", "5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("mdmt sample: error:") and "length 4 only" in err, err
+
+
+def test_membership_survives_hash_collisions(monkeypatch):
+    from mdmt.constructions.languages import explicit_inference
+
+    # every row hashed to one value: the lookup must fall back to comparing tokens
+    monkeypatch.setattr(explicit_inference, "row_hashes", lambda X: np.zeros(len(X), dtype=np.uint64))
+    lang = ExplicitLanguage([[0, 1, 2], [2, 1, 0], [1, 1, 1]], ["1/2", "1/4", "1/4"], n_symbols=3)
+    X = np.array([[2, 1, 0], [0, 0, 0], [1, 1, 1], [0, 1, 2]])
+    np.testing.assert_array_equal(lang.in_support(X), [True, False, True, True])
+    np.testing.assert_array_equal(lang.log_likelihood(X), [np.log(0.25), -np.inf, np.log(0.25), np.log(0.5)])
+
+
+def test_log_likelihood_of_exact_weights_is_correctly_rounded():
+    # 1/10 + 2/10 in floats is 0.30000000000000004; the exact sum is 3/10, whose float is 0.3
+    lang = ExplicitLanguage([[0, 0], [0, 1], [1, 1]], ["1/10", "2/10", "7/10"])
+    assert lang.log_likelihood(np.array([[0, MASK]]))[0] == np.log(0.3) != np.log(0.1 + 0.2)
+    floats = ExplicitLanguage([[0, 0], [0, 1], [1, 1]], [0.1, 0.2, 0.7])
+    assert math.isclose(floats.log_likelihood(np.array([[0, MASK]]))[0], np.log(0.3), rel_tol=1e-15)

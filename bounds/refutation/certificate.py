@@ -69,7 +69,10 @@ def dyadic_rows(P, bits: int = 20) -> np.ndarray:
 
 
 def tables_of(language) -> list[np.ndarray]:
-    """The probability tables of an n-gram (initial law, conditionals) or an HMM (start, transition, emission)."""
+    """The probability tables of an n-gram (initial law, conditionals), an HMM (start, transition, emission) or an
+    explicit law (one table: its weights, in the order of its sorted support)."""
+    if getattr(language, "kind", None) == "explicit":
+        return [language.weights_]
     if isinstance(language, NGram):
         return [language.initial_, language.transition_]
     if isinstance(language, HMM):
@@ -78,7 +81,14 @@ def tables_of(language) -> list[np.ndarray]:
 
 
 def with_tables(language, tables):
-    """A language of the same kind (and order) as ``language`` with other tables (in :func:`tables_of`'s order)."""
+    """A language of the same kind (and order) as ``language`` with other tables (in :func:`tables_of`'s order);
+    an explicit law keeps the sequences of its support whose new weight is positive."""
+    if getattr(language, "kind", None) == "explicit":
+        from mdmt.constructions.languages.explicit import ExplicitLanguage
+
+        w = np.asarray(tables[0], dtype=np.float64)
+        keep = w > 0
+        return ExplicitLanguage(language.support_[keep], w[keep] / w[keep].sum(), n_symbols=language.n_symbols)
     return NGram(language.n, *tables) if isinstance(language, NGram) else HMM(*tables)
 
 

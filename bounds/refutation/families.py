@@ -8,8 +8,12 @@ A family is one of
 ``hmm:S=S,V=V``
     every HMM with S hidden states over V tokens (Section 3's HMMs): start, transition and emission
     tables;
-a language SPEC (``interval:l``, ``preset:NAME[:SEED]``, a language file)
-    perturbations of that language inside its support: each positive entry is scaled by
+``explicit:V=V,L=L,M=M``
+    every explicit law (a support with weights, docs/tasks.md) of at most M distinct sequences of length L
+    over V tokens: M sequences of L token codes and M weight codes (a sequence drawn twice adds its weights,
+    one of weight code 0 is dropped, all dropped is uniform on the distinct sequences);
+a language SPEC (``interval:l``, ``preset:NAME[:SEED]``, ``task:NAME[:PARAMS]``, a language file)
+    perturbations of that language inside its support (an explicit law's weights: its one table): each positive entry is scaled by
     2^(k/2), k in -6..6, or dropped (the row keeps at least one entry).  The code of all zeros is
     the language itself, so the first instance Hypothesis tries, and the one it shrinks toward,
     is the given language.
@@ -36,7 +40,7 @@ import numpy as np
 
 from mdmt.runtime.validation import positive_int
 
-FAMILY_KEYS = {"ngram": ("n", "V"), "hmm": ("S", "V")}
+FAMILY_KEYS = {"ngram": ("n", "V"), "hmm": ("S", "V"), "explicit": ("V", "L", "M")}
 SHRINK_ENTRIES = 64  # Hypothesis shrinks the codes of a family with at most this many table entries; its shrinker's
 # work grows faster than linearly in the booleans drawn (four per entry), so a larger family's violation is shrunk by
 # the search's own moves alone (refute._Search.shrink)
@@ -51,8 +55,8 @@ def parse_family(text: str) -> tuple[str, dict]:
     """``ngram:n=3,V=2`` -> ("ngram", {"n": 3, "V": 2}); a ValueError names what is wrong."""
     kind, _, rest = str(text).partition(":")
     if kind not in FAMILY_KEYS:
-        raise ValueError(f"family {text!r}: expected ngram:n=N,V=V, hmm:S=S,V=V or a language "
-                         "(interval:l, preset:NAME, a file)")
+        raise ValueError(f"family {text!r}: expected ngram:n=N,V=V, hmm:S=S,V=V, explicit:V=V,L=L,M=M or a "
+                         "language (interval:l, preset:NAME, task:NAME, a file)")
     params = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
         key, eq, value = part.partition("=")
@@ -83,15 +87,21 @@ class Family:
     """A family of languages (module docstring): its table shapes and how integer codes become a language."""
 
     spec: str
-    kind: str  # "ngram", "hmm" or "language" (perturbations of ``base``)
+    kind: str  # "ngram", "hmm", "explicit" or "language" (perturbations of ``base``)
     shapes: tuple  # shapes of the tables, in :func:`~.certificate.tables_of`'s order
     base: object = None
     interval: int | None = None  # l of the interval HMM (its quantities l and P_distinct)
     order: int | None = None  # n of an n-gram family
+    vocab: int | None = None  # V of an explicit family (its tables are tokens and weights)
+    length: int | None = None  # L of an explicit law (a family of explicit laws holds one length)
 
     @property
     def n_symbols(self) -> int:
         """|V|: the last table (conditionals, or emissions) has one column per token."""
+        if self.base is not None:
+            return int(getattr(self.base, "n_symbols"))
+        if self.vocab is not None:
+            return int(self.vocab)
         return int(self.shapes[-1][-1])
 
     @property
@@ -105,6 +115,10 @@ class Family:
         codes = np.asarray(codes, dtype=np.int64)
         if codes.shape != (self.entries,):
             raise ValueError(f"family {self.spec}: expected {self.entries} codes, got {codes.size}")
+        if self.kind == "explicit":
+            return self._explicit(codes)
+        if self.length is not None and not codes.any():  # an explicit base law itself, its exact weights kept
+            return self.base
         tables, k = [], 0
         base = tables_of(self.base) if self.base is not None else None
         for t, shape in enumerate(self.shapes):
@@ -124,6 +138,20 @@ class Family:
 
         return NGram(self.order, *tables) if self.kind == "ngram" else HMM(*tables)
 
+    def _explicit(self, codes: np.ndarray):
+        """The explicit law of a random family's codes (module docstring)."""
+        from mdmt.constructions.languages.explicit import ExplicitLanguage
+
+        M, L = self.shapes[0]
+        tokens = np.minimum(codes[:M * L].reshape(M, L), self.n_symbols - 1)
+        weights = np.where(codes[M * L:] > 0, np.exp2(np.maximum(codes[M * L:], 1) - 1.0), 0.0)
+        words, inverse = np.unique(tokens, axis=0, return_inverse=True)
+        mass = np.bincount(inverse.ravel(), weights=weights, minlength=len(words)).astype(np.float64)
+        if not (mass > 0).any():
+            mass = np.ones(len(words))
+        keep = mass > 0
+        return ExplicitLanguage(words[keep], mass[keep] / mass[keep].sum(), n_symbols=self.n_symbols)
+
     def codes(self):
         """The Hypothesis strategy of code sequences: free codes (shrinking toward zeros: sparse tables, or the base
         language), and for a random family also the codes of languages drawn by Algorithms 1/2 of Feng et al.'s
@@ -133,6 +161,9 @@ class Family:
 
         if self.base is not None:  # k in -PERTURB_LEVELS-1..PERTURB_LEVELS as a sign and a size, 0 for no bits
             return _bits(self.entries, _Signed(PERTURB_LEVELS + 2, PERTURB_LEVELS))
+        if self.kind == "explicit":  # token codes, then weight codes (all zeros: one sequence 0..0)
+            M, L = self.shapes[0]
+            return st.tuples(_bits(M * L, _Scaled(self.n_symbols)), _bits(M, _Scaled(WEIGHT_LEVELS + 1))).map(_join)
         free = _bits(self.entries, _Scaled(WEIGHT_LEVELS + 1))
         drawn = st.builds(self.drawn_codes, choice(TEMPERATURES), choice(THRESHOLDS), below(2 ** 31))
         return st.booleans().flatmap(_Either(free, drawn))
@@ -225,6 +256,11 @@ class _Signed:
         return f"signed({self.size.n}, {self.cap})"
 
 
+def _join(parts) -> tuple:
+    """The token codes and the weight codes of an explicit family as one flat tuple."""
+    return tuple(parts[0]) + tuple(parts[1])
+
+
 class _Either:
     """The free codes or the drawn ones, by a drawn boolean (:meth:`Family.codes`)."""
 
@@ -250,13 +286,17 @@ def family(text) -> Family:
     if text.partition(":")[0] in FAMILY_KEYS:
         kind, params = parse_family(text)
         V = params["V"]
-        if kind == "ngram":
-            C = V ** (params["n"] - 1)
-            shapes = ((C,), (C, V))
+        if kind == "explicit":
+            M, L = params["M"], params["L"]
+            fam = Family(text, kind, ((M, L), (M,)), vocab=V, length=L)
         else:
-            S = params["S"]
-            shapes = ((S,), (S, S), (S, V))
-        fam = Family(text, kind, shapes, order=params.get("n"))
+            if kind == "ngram":
+                C = V ** (params["n"] - 1)
+                shapes = ((C,), (C, V))
+            else:
+                S = params["S"]
+                shapes = ((S,), (S, S), (S, V))
+            fam = Family(text, kind, shapes, order=params.get("n"))
     else:
         from mdmt.constructions.languages.spec import language_from_spec
 
@@ -271,7 +311,8 @@ def family(text) -> Family:
         except NotCertifiable as exc:
             raise ValueError(f"family {text!r}: {exc}") from None
         interval = int(text.partition(":")[2]) if text.startswith("interval:") else None
-        fam = Family(text, "language", shapes, base=base, interval=interval)
+        length = int(getattr(base, "length")) if getattr(base, "kind", None) == "explicit" else None
+        fam = Family(text, "language", shapes, base=base, interval=interval, length=length)
     if fam.entries > MAX_TABLE_ENTRIES:
         raise ValueError(f"family {text!r}: its tables have {fam.entries} entries; the search draws one code "
                          f"per entry and supports at most {MAX_TABLE_ENTRIES}")

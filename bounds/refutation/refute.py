@@ -404,6 +404,9 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
     processes = [str(p) for p in processes]
     if not (lengths and steps and processes):
         raise ValueError("search needs at least one length, one number of steps and one process")
+    if fam.length is not None and set(lengths) != {fam.length}:
+        raise ValueError(f"family {fam.spec!r} holds explicit laws of length {fam.length} only; search lengths "
+                         f"{','.join(map(str, lengths))} (use --lengths {fam.length})")
     budget = Budget.parse(budget)
     check_search_work(fam.n_symbols, lengths, steps, budget)  # before a schedule of N steps is built
     for process in processes:

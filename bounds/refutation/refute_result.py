@@ -130,6 +130,9 @@ def describe_language(language) -> str:
 
     from .certificate import tables_of
 
+    if getattr(language, "kind", None) == "explicit":
+        return (f"explicit law of {language.n_sequences} sequences of length {language.length} over "
+                f"{language.n_symbols} tokens")
     tables = tables_of(language)
     positive, total = sum(int((t > 0).sum()) for t in tables), sum(int(t.size) for t in tables)
     kind = (f"{language.n}-gram" if isinstance(language, NGram) else f"HMM with {language.n_states} states")

@@ -112,7 +112,10 @@ def bsum(a, axis=None):
 # ----------------------------------------------------------------------------- the law q
 
 def exact_q(language, L: int) -> np.ndarray:
-    """q on V^L (lexicographic order) as exact Fractions: a rational forward recursion, normalised exactly."""
+    """q on V^L (lexicographic order) as exact Fractions: a rational forward recursion, normalised exactly (an
+    explicit law: its exact weights, or the rationals its float weights hold divided by their sum, at its support)."""
+    if getattr(language, "kind", None) == "explicit":
+        return _explicit_q(language, L)
     import flint
 
     from mdmt.constructions.languages.ngram import as_hmm
@@ -196,3 +199,20 @@ def extend_integers(q_frac: np.ndarray, V: int, L: int) -> tuple[np.ndarray, int
     nums = np.empty(len(q_frac), dtype=object)
     nums[:] = [v.numerator * (D // v.denominator) for v in q_frac]
     return extend(nums, V, L), D
+
+
+def _explicit_q(language, L: int) -> np.ndarray:
+    """q on V^L as Fractions for an explicit law of length L (zero off its support)."""
+    if language.length != L:
+        raise ValueError(f"L = {L}: this explicit law holds sequences of length {language.length} only")
+    V = language.n_symbols
+    w = language.exact_weights
+    if w is None:
+        w = [Fraction(float(v)) for v in language.weights_]
+        total = sum(w, Fraction(0))
+        w = [v / total for v in w]
+    q = np.empty(V ** L, dtype=object)
+    q[:] = [Fraction(0)] * (V ** L)
+    for k, idx in enumerate((language.support_ @ (V ** np.arange(L - 1, -1, -1, dtype=np.int64))).tolist()):
+        q[idx] = w[k]
+    return q

@@ -34,6 +34,7 @@ from .explicit_inference import ExplicitIndex, filter_sums, lookup
 # Bytes per sequence of the support held in memory: the int64 tokens (8 L), the float64 weight, the sort order
 # and an exact weight (a Fraction, about 100 bytes) -- used by :func:`explicit_bytes` before allocating.
 _FRACTION_BYTES = 112
+_EXACT_SUM_ROWS = 256  # log q(x_U) of a law with exact weights sums at most this many agreeing weights in rationals
 
 
 def explicit_bytes(n_sequences: int, length: int, exact: bool = False, n_symbols: int = 0) -> int:
@@ -61,14 +62,13 @@ def _exact_weight(value, k: int) -> Fraction | None:
 def _weights(weights, M: int, normalise: bool, atol: float) -> tuple[np.ndarray, tuple[Fraction, ...] | None]:
     """Validated float64 weights (summing to 1) and, when every weight was given exactly, the exact ones."""
     if weights is None:
-        exact = (Fraction(1, M),) * M
-        return np.full(M, 1.0 / M), exact
+        return np.full(M, 1.0 / M), (Fraction(1, M),) * M
     raw = list(weights) if not isinstance(weights, np.ndarray) else weights.tolist()
     if len(raw) != M:
         raise ValueError(f"weights: {len(raw)} given for {M} sequences of the support")
-    exact_list = [_exact_weight(v, k) for k, v in enumerate(raw)]
-    exact: tuple[Fraction, ...] | None = None
-    if all(e is not None for e in exact_list):
+    given = [_exact_weight(v, k) for k, v in enumerate(raw)]
+    exact_list: list[Fraction] = [e for e in given if e is not None]
+    if len(exact_list) == M:
         for k, e in enumerate(exact_list):
             if e <= 0:
                 raise ValueError(f"weight {k} = {e} is not positive (an explicit law lists its support only)")
@@ -76,9 +76,9 @@ def _weights(weights, M: int, normalise: bool, atol: float) -> tuple[np.ndarray,
         if total != 1:
             if not normalise:
                 raise ValueError(f"weights sum to {total} (= {float(total):.17g}), not 1; pass normalise=True "
-                                 "(--normalise) to divide them by their sum")
+                                 "(mdmt language --normalise) to divide them by their sum")
             exact_list = [e / total for e in exact_list]
-        exact = tuple(exact_list)  # type: ignore[arg-type]
+        exact = tuple(exact_list)
         w = np.array([float(e) for e in exact], dtype=np.float64)
         return w, exact
     try:
@@ -89,12 +89,12 @@ def _weights(weights, M: int, normalise: bool, atol: float) -> tuple[np.ndarray,
     if bad.size:
         k = int(bad[0])
         raise ValueError(f"weight {k} = {float(w[k])!r} is not a positive finite number (an explicit law lists its support only)")
-    total = float(w.sum())
-    if abs(total - 1.0) > atol:
+    ftotal = float(w.sum())
+    if abs(ftotal - 1.0) > atol:
         if not normalise:
-            raise ValueError(f"weights sum to {total!r}, not 1 (tolerance {atol}); pass normalise=True (--normalise) "
-                             "to divide them by their sum")
-    return w / total, None
+            raise ValueError(f"weights sum to {ftotal!r}, not 1 (tolerance {atol}); pass normalise=True "
+                             "(mdmt language --normalise) to divide them by their sum")
+    return w / ftotal, None
 
 
 class ExplicitLanguage:
@@ -247,7 +247,8 @@ class ExplicitLanguage:
 
         Complete sequences are looked up by their hash; partial ones sum the weights of the agreeing support
         sequences (the shortest index list, not the whole support).  Exact weights are summed in rationals when
-        the law is uniform (a count times 1/M).  Values are clamped to <= 0.
+        the law is uniform (a count times 1/M) or when at most 256 sequences agree, so q(x_U) is then correctly
+        rounded before its log.  Values are clamped to <= 0.
         """
         X = self.check_tokens(X)
         n = X.shape[0]
@@ -261,8 +262,13 @@ class ExplicitLanguage:
             out[full] = lp
         part = ~full
         if part.any():
-            mass, count, _ = self._sums(X[part], "scoring", marginals=False)
+            Xp = X[part]
+            mass, count, _ = self._sums(Xp, "scoring", marginals=False)
             q = self._mass(mass, count)
+            if self.exact_weights is not None and not self._uniform:  # few agreeing rows: their sum in rationals
+                for r in np.flatnonzero((count > 0) & (count <= _EXACT_SUM_ROWS)):
+                    rows = _agreeing_rows(self._index, self.support_, Xp[r])
+                    q[r] = float(sum((self.exact_weights[int(k)] for k in rows), Fraction(0)))
             with np.errstate(divide="ignore"):
                 out[part] = np.where(count > 0, np.log(np.where(count > 0, q, 1.0)), -np.inf)
         return np.minimum(out, 0.0)
@@ -317,6 +323,13 @@ class ExplicitLanguage:
         out[rr, ii, :] = 0.0
         out[rr, ii, X[rr, ii]] = 1.0
         return out
+
+    def sequence_entropy(self, length: int | None = None) -> float:
+        """H(X_1..X_L) in nats, exactly from the weights: -sum_y w_y log w_y.  ``length``, if given, must be L."""
+        if length is not None and positive_int("length", length) != self.length:
+            raise ValueError(f"length {length}: this explicit law holds sequences of length {self.length} only")
+        w = self.weights_
+        return float(-(w * np.log(w)).sum())
 
     def sample_sequences(self, n: int, length: int | None = None, seed=None) -> np.ndarray:
         """Draw ``n`` i.i.d. sequences from q; int64 (n, L).  ``length``, if given, must be L."""

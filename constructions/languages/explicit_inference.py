@@ -82,7 +82,11 @@ def lookup(index: ExplicitIndex, support: np.ndarray, X: np.ndarray) -> np.ndarr
     lo = np.searchsorted(index.hashes, h, side="left")
     hi = np.searchsorted(index.hashes, h, side="right")
     out = np.full(X.shape[0], -1, dtype=np.int64)
-    for r in np.flatnonzero(hi > lo):  # a hash collision (two rows, one hash) is resolved by comparing tokens
+    one = np.flatnonzero(hi - lo == 1)  # the usual case: one support row with this hash, compared token by token
+    rows = index.hash_order[lo[one]].astype(np.int64)
+    same = np.all(support[rows] == X[one], axis=1)
+    out[one[same]] = rows[same]
+    for r in np.flatnonzero(hi - lo > 1):  # a hash collision (two rows, one hash) is resolved by comparing tokens
         for k in range(lo[r], hi[r]):
             row = int(index.hash_order[k])
             if np.array_equal(support[row], X[r]):

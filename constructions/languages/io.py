@@ -14,7 +14,8 @@ required; ``format``, ``version``, ``name`` and ``metadata`` are optional, other
 keys are ignored.  Floats are written with ``repr`` precision, so a JSON round
 trip is exact.
 
-The ``.npz`` form holds the same arrays under the same names plus a ``meta``
+The ``.npz`` form holds the same arrays under the same names (an explicit law's exact
+weights as the strings ``exact_weights``, its float weights as ``weights``) plus a ``meta``
 entry (a JSON string with the scalar keys); it is chosen by the ``.npz``
 extension in any case (``.NPZ`` too), every other extension means JSON.
 
@@ -28,6 +29,7 @@ import hashlib
 import json
 import math
 import zipfile
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +39,7 @@ from mdmt.constructions.types import Language, PathLike
 from mdmt.runtime.outputs import atomic_file
 from mdmt.runtime.resources import check_memory, format_bytes
 from mdmt.runtime.validation import DuplicateKeyError, json_loads_unique, regular_file  # noqa: F401  (DuplicateKeyError: also exported here)
+from .explicit import ExplicitLanguage, explicit_bytes
 from .hmm import HMM
 from .ngram import NGram
 
@@ -48,8 +51,14 @@ _HMM_KEYS = {"initial": "startprob", "transition": "transmat", "emission": "emis
 
 
 def language_to_dict(language, *, name: str | None = None, metadata: dict | None = None) -> dict:
-    """The JSON-ready document of an ``HMM`` or ``NGram`` (optional ``name`` and ``metadata``)."""
-    if isinstance(language, NGram):
+    """The JSON-ready document of an ``HMM``, ``NGram`` or ``ExplicitLanguage`` (optional ``name`` and
+    ``metadata``); an explicit law's exact weights are written as rational strings (``"1/576"``)."""
+    if isinstance(language, ExplicitLanguage):
+        ew = language.exact_weights
+        body = {"kind": "explicit", "n_symbols": language.n_symbols, "length": language.length,
+                "sequences": language.support_.tolist(),
+                "weights": [str(w) for w in ew] if ew is not None else language.weights_.tolist()}
+    elif isinstance(language, NGram):
         body = {"kind": "ngram", "n": language.n, "initial": language.initial_.tolist(),
                 "transition": language.transition_.tolist()}
     elif isinstance(language, HMM):
@@ -60,7 +69,7 @@ def language_to_dict(language, *, name: str | None = None, metadata: dict | None
             "emission": language.emissionprob_.tolist(),
         }
     else:
-        raise ValueError(f"cannot save a {type(language).__name__}: expected an HMM or an NGram")
+        raise ValueError(f"cannot save a {type(language).__name__}: expected an HMM, an NGram or an ExplicitLanguage")
     d = {"format": FORMAT, "version": VERSION, **body}
     if name is not None:
         if not isinstance(name, str):
@@ -76,14 +85,24 @@ def language_to_dict(language, *, name: str | None = None, metadata: dict | None
 def language_digest(language) -> str:
     """SHA-256 (hex) identifying a language: its kind, order and parameter arrays, bit for bit.
 
-    Two languages with the same digest define the same law; a checkpoint or data set records it.
+    Two languages with the same digest define the same law; a checkpoint or data set records it.  An explicit
+    law is identified by V, its sorted support and its weights (the exact ones as text when it has them).
     """
+    if isinstance(language, ExplicitLanguage):
+        h = hashlib.sha256(f"explicit:{language.n_symbols}:{language.support_.shape}".encode())
+        h.update(np.ascontiguousarray(language.support_, dtype=np.int64).tobytes())
+        if language.exact_weights is not None:
+            h.update(",".join(str(w) for w in language.exact_weights).encode())
+        else:
+            h.update(np.ascontiguousarray(language.weights_, dtype=np.float64).tobytes())
+        return h.hexdigest()
     if isinstance(language, NGram):
         h = hashlib.sha256(f"ngram:{language.n}".encode())
     elif isinstance(language, HMM):
         h = hashlib.sha256(b"hmm:")
     else:
-        raise ValueError(f"cannot identify a {type(language).__name__}: expected an HMM or an NGram")
+        raise ValueError(f"cannot identify a {type(language).__name__}: expected an HMM, an NGram or an "
+                         "ExplicitLanguage")
     for a in _arrays(language):
         a = np.ascontiguousarray(a, dtype=np.float64)
         h.update(repr(a.shape).encode())
@@ -123,8 +142,80 @@ def _key_of(message: str, kind: str) -> str:
     return "n" if head == "n" and kind == "ngram" else ""
 
 
-def language_from_dict(d: dict, where: str = "language"):
-    """An ``HMM`` or ``NGram`` from a document of the documented form (see the module docstring)."""
+def _count(d: dict, key: str, where: str) -> int:
+    value = _require(d, key, where)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{where}: invalid key {key!r}: expected a positive integer, got {value!r}")
+    return int(value)
+
+
+def _explicit_from_dict(d: dict, where: str, normalise: bool) -> ExplicitLanguage:
+    """An explicit law from its document: every sequence of the declared length, tokens in 0..n_symbols-1,
+    weights positive and summing to 1 (unless ``normalise``); each error names the key and the entry."""
+    V = _count(d, "n_symbols", where)
+    L = _count(d, "length", where)
+    seqs = _array(d, "sequences", where)
+    if isinstance(seqs, np.ndarray):
+        if seqs.ndim != 2 or seqs.shape[1] != L:
+            raise ValueError(f"{where}: invalid key 'sequences': expected an array of shape (M, {L}), got "
+                             f"{seqs.shape}")
+        if seqs.dtype.kind not in "iu":
+            raise ValueError(f"{where}: invalid key 'sequences': expected integer tokens, got dtype {seqs.dtype}")
+    else:
+        for k, row in enumerate(seqs):
+            if not isinstance(row, (list, tuple)):
+                raise ValueError(f"{where}: invalid key 'sequences': sequence {k} is a {type(row).__name__}, "
+                                 "not a list of tokens")
+            if len(row) != L:
+                raise ValueError(f"{where}: invalid key 'sequences': sequence {k} has {len(row)} tokens, not "
+                                 f"length = {L} (an explicit law holds sequences of one length)")
+            for i, t in enumerate(row):
+                if isinstance(t, bool) or not isinstance(t, int):
+                    raise ValueError(f"{where}: invalid key 'sequences': sequence {k} position {i}: token {t!r} "
+                                     "is not an integer")
+    M = len(seqs)
+    if M == 0:
+        raise ValueError(f"{where}: invalid key 'sequences': an explicit law needs at least one sequence")
+    check_memory(f"the explicit law of {where} ({M} sequences of length {L})",
+                 explicit_bytes(M, L, exact=True, n_symbols=V), "use a smaller support")
+    weights = d.get("weights")
+    if "exact_weights" in d:  # the .npz form: exact weights as strings beside their floats
+        weights = [str(w) for w in np.asarray(d["exact_weights"]).tolist()]
+    elif isinstance(weights, np.ndarray):
+        weights = weights.astype(np.float64)
+    if weights is not None:
+        if not isinstance(weights, (list, tuple, np.ndarray)):
+            raise ValueError(f"{where}: invalid key 'weights': expected an array of numbers, got "
+                             f"{type(weights).__name__}")
+        if len(weights) != M:
+            raise ValueError(f"{where}: invalid key 'weights': {len(weights)} weights for {M} sequences")
+        for k, w in enumerate(weights if not isinstance(weights, np.ndarray) else []):
+            if isinstance(w, bool) or not isinstance(w, (int, float, str)):
+                raise ValueError(f"{where}: invalid key 'weights': weight {k} is {w!r}, not a number (write a "
+                                 "decimal or a rational such as \"1/576\")")
+            if isinstance(w, str):
+                try:
+                    Fraction(w.strip())
+                except (ValueError, ZeroDivisionError):
+                    raise ValueError(f"{where}: invalid key 'weights': weight {k} = {w!r} is not a number (write "
+                                     "a decimal or a rational such as \"1/576\")") from None
+        if not isinstance(weights, np.ndarray):
+            weights = [Fraction(w.strip()) if isinstance(w, str) else w for w in weights]
+    try:
+        return ExplicitLanguage(seqs, weights, n_symbols=V, normalise=normalise)
+    except ValueError as exc:
+        msg = str(exc)
+        if msg.startswith("weight"):
+            raise ValueError(f"{where}: invalid key 'weights': {msg}") from None
+        raise ValueError(f"{where}: invalid key 'sequences': {msg}") from None
+
+
+def language_from_dict(d: dict, where: str = "language", *, normalise: bool = False):
+    """An ``HMM``, ``NGram`` or ``ExplicitLanguage`` from a document of the documented form (module docstring).
+
+    ``normalise`` divides an explicit law's weights by their sum instead of refusing a sum other than 1."""
     if not isinstance(d, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}")
     if "format" in d and d["format"] != FORMAT:
@@ -133,6 +224,8 @@ def language_from_dict(d: dict, where: str = "language"):
     if isinstance(version, bool) or version != VERSION:
         raise ValueError(f"{where}: invalid key 'version': unsupported version {version!r} (this mdmt reads version {VERSION})")
     kind = _require(d, "kind", where)
+    if kind == "explicit":
+        return _explicit_from_dict(d, where, normalise)
     try:
         if kind == "hmm":
             return HMM(_array(d, "initial", where), _array(d, "transition", where), _array(d, "emission", where))
@@ -146,7 +239,7 @@ def language_from_dict(d: dict, where: str = "language"):
         key = _key_of(msg, kind)
         label = f"invalid key {key!r}: " if key else ""
         raise ValueError(f"{where}: {label}{msg}") from None
-    raise ValueError(f"{where}: invalid key 'kind': unknown kind {kind!r} (expected 'hmm' or 'ngram')")
+    raise ValueError(f"{where}: invalid key 'kind': unknown kind {kind!r} (expected 'hmm', 'ngram' or 'explicit')")
 
 
 def is_npz(path) -> bool:
@@ -163,13 +256,21 @@ def save_language(language: Language, path: PathLike, *, name: str | None = None
     """
     path = Path(path)
     npz = is_npz(path)
-    if not npz and isinstance(language, (HMM, NGram)):
-        entries = sum(a.size for a in _arrays(language))
+    if not npz and isinstance(language, (HMM, NGram, ExplicitLanguage)):
+        entries = (language.n_sequences * (language.length + 1) if isinstance(language, ExplicitLanguage)
+                   else sum(a.size for a in _arrays(language)))
         check_memory(f"writing {path} as JSON ({entries} probabilities)", _JSON_BYTES_PER_ENTRY * entries,
                      "write an .npz file instead")
     d = language_to_dict(language, name=name, metadata=metadata)
     if npz:
-        arrays = {k: np.asarray(v, dtype=np.float64) for k, v in d.items() if k in ("initial", "transition", "emission")}
+        if isinstance(language, ExplicitLanguage):
+            arrays = {"sequences": language.support_, "weights": language.weights_}
+            if language.exact_weights is not None:
+                arrays["exact_weights"] = np.array(d["weights"])  # strings: no pickle needed
+            d = {k: v for k, v in d.items() if k not in ("sequences", "weights")}
+        else:
+            arrays = {k: np.asarray(v, dtype=np.float64) for k, v in d.items()
+                      if k in ("initial", "transition", "emission")}
         meta = json.dumps({k: v for k, v in d.items() if k not in arrays}, allow_nan=False)
         with atomic_file(path, "wb") as fh:
             np.savez(fh, meta=np.array(meta), **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as bool
@@ -255,9 +356,12 @@ def read_document(path) -> dict:
         raise ValueError(f"{path}: invalid JSON (arrays nested too deeply)") from None
 
 
-def load_language(path: PathLike) -> Language:
-    """Read a language written by :func:`save_language` (or any file of the documented form)."""
-    return language_from_dict(read_document(path), str(path))
+def load_language(path: PathLike, *, normalise: bool = False) -> Language:
+    """Read a language written by :func:`save_language` (or any file of the documented form).
+
+    ``normalise``: divide an explicit law's weights by their sum instead of refusing weights that do not sum to 1.
+    """
+    return language_from_dict(read_document(path), str(path), normalise=normalise)
 
 
 def to_hmmlearn(language):

@@ -77,8 +77,11 @@ def _parse(spec) -> tuple[str, tuple]:
     return "file", (spec,)
 
 
-def language_from_spec(spec: str) -> Language:
-    """The language a SPEC names (module docstring); ``ValueError`` naming the spec otherwise."""
+def language_from_spec(spec: str, *, normalise: bool = False) -> Language:
+    """The language a SPEC names (module docstring); ``ValueError`` naming the spec otherwise.
+
+    ``normalise``: a file holding an explicit law whose weights do not sum to 1 has them divided by their sum
+    (instead of being refused); other languages are normalised by construction."""
     kind, args = _parse(spec)
     if kind == "preset":
         return preset(*args)
@@ -86,7 +89,7 @@ def language_from_spec(spec: str) -> Language:
         return interval_hmm(*args)
     if kind == "task":
         return task_language(args[0], **args[1])
-    return load_language(args[0])
+    return load_language(args[0], normalise=normalise)
 
 
 def canonical_spec(spec: str) -> str:

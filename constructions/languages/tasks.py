@@ -291,8 +291,8 @@ def task_language(name: str, **params) -> ExplicitLanguage:
     full = parse_task(name, text)
     spec = canonical_task(name, full)
     M, L = task_size(name, **full)
-    check_memory(f"the support of {spec} ({M} sequences of length {L})", 2 * explicit_bytes(M, L, exact=False),
-                 "use a smaller task")
+    check_memory(f"the support of {spec} ({M} sequences of length {L})",
+                 2 * explicit_bytes(M, L, exact=False, n_symbols=TASKS[name].vocab(**full)), "use a smaller task")
     X = TASKS[name].support(**full)
     if X.shape[0] == 0:
         raise ValueError(f"language {spec!r}: the support is empty (the clues have no completion)")

@@ -20,7 +20,10 @@ Three ways, chosen by ``information_quantities(method="auto")``:
     context window; H(X_i | X_-i) = H(X_W) - H(X_{W minus i}) on the Markov blanket
     W = {i-n+1, ..., i+n-1} (clipped to the sequence), whose joint law is built from the context law
     at its first position and the transition table: O(L V^(2n-1)).
-``monte_carlo`` (any HMM, any L)
+``exact`` on an explicit law (:class:`~mdmt.constructions.languages.explicit.ExplicitLanguage`, L its length)
+    from the support, never V^L: H(X_W) is the entropy of the support grouped by its tokens on W
+    (:mod:`~mdmt.constructions.reverse.information_explicit`); ``auto`` picks it.
+``monte_carlo`` (any HMM or explicit law, any L)
     x ~ q; H(X) = E[-log q(X)] with the exact log-likelihood; H(X_i | X_-i) = E[-log q(X_i | X_-i)]
     with the exact leave-one-out conditional (one scaled forward-backward pass gives every
     q(x_i | x_-i)); H(X_i) exact (propagated hidden-state law).  TC, DTC and sum_i I are averages
@@ -35,9 +38,12 @@ import scipy.sparse as sp
 from mdmt.constructions.types import Language, Seed
 
 from .confidence import mean_interval
+from ..languages.explicit import ExplicitLanguage
 from ..languages.ngram import NGram, as_hmm
 from mdmt.runtime.validation import as_rng, positive_int
 from .chain import subset_entropies
+from .information_explicit import (entropies_explicit, information_profile_explicit, leave_one_out_explicit,
+                                   marginal_entropies_explicit)
 from .tables import Tables, log_q_on_grid
 
 MAX_EXACT_SEQUENCES = 1 << 22  # V^L sequences enumerated by the exact method
@@ -58,8 +64,21 @@ def _summary(method: str, L: int, H: float, Hi: np.ndarray, Hc: np.ndarray) -> d
             "total_correlation": float(Hi.sum() - H), "dual_total_correlation": float(H - Hc.sum())}
 
 
+def _is_explicit(language) -> bool:
+    return getattr(language, "kind", None) == "explicit"
+
+
+def _check_explicit_length(language, L: int) -> None:
+    if L != language.length:
+        raise ValueError(f"L = {L}: this explicit law holds sequences of length {language.length} only")
+
+
 def marginal_entropies(language, L: int) -> np.ndarray:
-    """H(X_i) for i = 1..L, exactly, from the propagated hidden-state law pi A^(i-1) (any L)."""
+    """H(X_i) for i = 1..L, exactly, from the propagated hidden-state law pi A^(i-1) (any L), or from the support
+    of an explicit law."""
+    if _is_explicit(language):
+        _check_explicit_length(language, L)
+        return marginal_entropies_explicit(language)
     hmm = as_hmm(language)
     law = np.asarray(hmm.startprob_, dtype=np.float64)
     A = sp.csr_matrix(hmm.transmat_)
@@ -124,7 +143,10 @@ def leave_one_out_log_conditionals(language, X) -> np.ndarray:
 
     One scaled forward pass stores the predictive laws P(h_i | x_{<i}); a scaled backward pass gives
     P(x_{>i} | h_i); then q(x_i | x_-i) = sum_h pred_i(h) beta_i(h) B[h, x_i] / sum_h pred_i(h) beta_i(h).
+    An explicit law gives log q(x) - log q(x_-i) from its support.
     """
+    if _is_explicit(language):
+        return leave_one_out_explicit(language, X)
     hmm = as_hmm(language)
     X = language.check_tokens(X, allow_mask=False)
     n, L = X.shape
@@ -182,11 +204,16 @@ def information_monte_carlo(language, L: int, num: int = 2000, seed=0, level: fl
 def information_quantities(language: Language, L: int, method: str = "auto", num: int = 2000, seed: Seed = 0, level: float = 0.95) -> dict:
     """H(X), H(X_i), H(X_i | X_-i), I(X_i; X_-i), TC and DTC (module docstring for the methods).
 
-    ``auto``: ``windowed`` for an n-gram, ``exact`` for an HMM with V^L <= 2^18, else ``monte_carlo``.
+    ``auto``: ``windowed`` for an n-gram, ``exact`` for an HMM with V^L <= 2^18 and for an explicit law (from its
+    support, at its length L), else ``monte_carlo``.
     """
     L = positive_int("L", L)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if _is_explicit(language):
+        _check_explicit_length(language, L)
+        if method in ("auto", "exact"):
+            return _summary("exact", L, *entropies_explicit(language))
     if method == "auto":
         if isinstance(language, NGram):
             method = "windowed"
@@ -199,8 +226,11 @@ def information_quantities(language: Language, L: int, method: str = "auto", num
     return information_monte_carlo(language, L, num, seed, level)
 
 
-def information_profile(tables: Tables) -> np.ndarray:
-    """f(u) = average of H(X_W) over |W| = u, u = 0..L (nats), from the joint entropies of every subset."""
+def information_profile(tables: Tables | ExplicitLanguage) -> np.ndarray:
+    """f(u) = average of H(X_W) over |W| = u, u = 0..L (nats), from the joint entropies of every subset: of the
+    exact tables of an HMM or n-gram, or of an explicit law's support (O(M 2^L), refused beyond the work limit)."""
+    if isinstance(tables, ExplicitLanguage):
+        return information_profile_explicit(tables)
     HW = subset_entropies(tables)
     L = tables.L
     sizes = np.array([bin(w).count("1") for w in range(1 << L)])

@@ -137,7 +137,15 @@ def _support_mask(pi, A, B, L: int) -> np.ndarray:
 
 
 def log_q_on_grid(language, L: int, grid: np.ndarray) -> np.ndarray:
-    """log q on the lexicographic grid V^L: by prefixes while small, else the language's own scoring."""
+    """log q on the lexicographic grid V^L: by prefixes while small, else the language's own scoring; an explicit
+    law places its weights at its support's grid indices (-inf elsewhere)."""
+    if getattr(language, "kind", None) == "explicit":
+        if language.length != L:
+            raise ValueError(f"L = {L}: this explicit law holds sequences of length {language.length} only")
+        out = np.full(grid.shape[0], -np.inf)
+        V = language.n_symbols
+        out[language.support_ @ (V ** np.arange(L - 1, -1, -1, dtype=np.int64))] = np.log(language.weights_)
+        return out
     hmm = as_hmm(language)
     if grid.shape[0] * hmm.n_states <= PREFIX_TREE_MAX:
         return prefix_log_likelihoods(hmm, L)

@@ -3,7 +3,7 @@
 The shared names mean the same thing everywhere (``mdmt/commands`` has a test that checks it):
 
 ==========================  ==============================================================
-``--language SPEC``         a language: ``preset:NAME[:SEED]``, ``interval:l`` or a file
+``--language SPEC``         a language: ``preset:NAME[:SEED]``, ``interval:l``, ``task:NAME[:PARAMS]`` or a file
 ``--length/-L``             the sequence length L
 ``--steps/-N``              sampling steps N (a comma-separated list where a command sweeps N)
 ``--train-steps``           optimizer steps of training
@@ -33,8 +33,8 @@ MODELS = ("tiny", "paper")
 
 def add_language(parser, required: bool = True, help_extra: str = "") -> None:
     parser.add_argument("--language", required=required, metavar="SPEC",
-                        help="language: preset:NAME[:SEED] (Table 1), interval:l (the Theorem 4.4 counterexample) "
-                             "or a language file (.json/.npz)" + help_extra)
+                        help="language: preset:NAME[:SEED] (Table 1), interval:l (the Theorem 4.4 counterexample), "
+                             "task:NAME[:PARAMS] (docs/tasks.md) or a language file (.json/.npz)" + help_extra)
 
 
 def add_length(parser, required: bool = True, default=None, help: str = "sequence length L") -> None:
@@ -147,13 +147,14 @@ def add_force(parser, outputs: str = "--out") -> None:
 
 # ----------------------------------------------------------------------------- parsing helpers
 
-def load_language(spec: str, flag: str = "--language"):
-    """The language a SPEC names (``preset:NAME[:SEED]``, ``interval:l`` or a file); an error names ``flag``
-    and the SPEC as given (``--language x.json: invalid JSON (...)``), keeping its class."""
+def load_language(spec: str, flag: str = "--language", *, normalise: bool = False):
+    """The language a SPEC names (``preset:NAME[:SEED]``, ``interval:l``, ``task:NAME[:PARAMS]`` or a file); an
+    error names ``flag`` and the SPEC as given (``--language x.json: invalid JSON (...)``), keeping its class.
+    ``normalise`` divides an explicit law's weights by their sum (``mdmt language --normalise``)."""
     from mdmt.constructions.languages.spec import language_from_spec
 
     try:
-        return language_from_spec(spec)
+        return language_from_spec(spec, normalise=normalise)
     except FileNotFoundError as exc:
         from pathlib import Path
 

@@ -11,8 +11,8 @@ def add_arguments(p):
     from mdmt.defaults import ATLAS_PROCESSES, POLICY_FORMS
 
     p.add_argument("--language", required=True, metavar="SPEC", action="append",
-                   help="language: preset:NAME[:SEED] (Table 1), interval:l (the Theorem 4.4 counterexample) or a "
-                        "language file (.json/.npz); repeat the option for an atlas of several languages")
+                   help="language: preset:NAME[:SEED] (Table 1), interval:l (the Theorem 4.4 counterexample), "
+                        "task:NAME[:PARAMS] or a language file (.json/.npz); repeat the option for an atlas of several languages")
     p.add_argument("--length", "-L", required=True, metavar="L,L,...",
                    help="sequence length L, or several, comma-separated (every language at every length)")
     add_steps(p, many=True)

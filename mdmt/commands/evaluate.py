@@ -22,7 +22,7 @@ from ._common import (integer, add_json, add_length, add_num, add_schedule, add_
 def add_arguments(p):
     p.add_argument("--checkpoint", required=True, metavar="CKPT", help="checkpoint written by mdmt train (OUT/ckpt.pt)")
     p.add_argument("--language", metavar="SPEC", default=None,
-                   help="language to score against: preset:NAME[:SEED], interval:l or a language file "
+                   help="language to score against: preset:NAME[:SEED], interval:l, task:NAME[:PARAMS] or a language file "
                         "(default: the one the network was trained on)")
     add_length(p, required=False, help="sequence length L (default: the network's)")
     p.add_argument("--steps", "-N", default="16,64,256", metavar="N,N,...",

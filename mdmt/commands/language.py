@@ -22,6 +22,9 @@ def add_arguments(p):
                    help="random seed of a custom language, or of the --list table (default 0; a preset's seed is "
                         "part of its SPEC, preset:NAME:SEED)")
     p.add_argument("--out", help="output file (.npz, in any case, for NumPy's format; JSON otherwise)")
+    p.add_argument("--normalise", action="store_true",
+                   help="with --language FILE of an explicit law: divide its weights by their sum instead of "
+                        "refusing weights that do not sum to 1 (the file written is normalised)")
     p.add_argument("--list", action="store_true", help="list the presets with their parameters and pruned fractions, and the task presets with their laws")
     add_force(p)
     add_json(p)
@@ -46,7 +49,7 @@ def _list(args) -> int:
     from mdmt.constructions.languages.random_languages import KAPPA, PRESETS, preset, pruned_fraction
 
     _refuse(args, ("--language", "--kind", "--n", "--states", "--vocab", "--temperature", "--threshold", "--out",
-                   "--force"), "does not apply to --list (it takes only --seed and --json)")
+                   "--force", "--normalise"), "does not apply to --list (it takes only --seed and --json)")
     args.seed = 0 if args.seed is None else args.seed
 
     rows = []
@@ -99,7 +102,7 @@ def _request(args) -> tuple[str, dict, int]:
                 f"does not apply to --language {args.language} (it sets a random --kind ngram|hmm language)")
         _refuse(args, ("--seed",), f"does not apply to --language {args.language} (a preset's seed is part of "
                                    "its SPEC: preset:NAME:SEED)")
-        args.loaded = load_language(args.language)  # an error names --language and the SPEC
+        args.loaded = load_language(args.language, normalise=args.normalise)  # an error names --language and the SPEC
         spec = canonical_spec(args.language)
         params = {"spec": spec}
         if spec.startswith("preset:"):
@@ -107,6 +110,7 @@ def _request(args) -> tuple[str, dict, int]:
         return spec, params, 0
     if args.kind is None:
         raise ValueError("give --language SPEC, --kind ngram|hmm, or --list")
+    _refuse(args, ("--normalise",), "applies to --language FILE only (an explicit law's weights)")
     _refuse(args, ("--states",) if args.kind == "ngram" else ("--n",),
             f"does not apply to --kind {args.kind} (--n is the order of an ngram, --states the hidden states of "
             "an hmm)")
@@ -160,8 +164,16 @@ def run(args) -> int:
         lang = random_ngram(params["n"], args.vocab, args.temperature, args.threshold, args.seed)
     else:
         lang = random_hmm(params["n_states"], args.vocab, args.temperature, args.threshold, args.seed)
-    save_language(lang, out, name=name, metadata=metadata)
+    if getattr(lang, "kind", None) == "explicit":  # a support with weights: no parameter arrays to prune
+        save_language(lang, out, name=name, metadata=metadata)
+        if args.json:
+            print_json({"language": repr(lang), "name": name, "parameters": params, "n_sequences": lang.n_sequences,
+                        "exact_weights": lang.exact_weights is not None, "out": str(args.out)})
+        else:
+            print(f"{lang!r} ({name}) -> {args.out}")
+        return 0
     fractions = pruned_fraction(lang)
+    save_language(lang, out, name=name, metadata=metadata)
     if args.json:
         print_json({"language": repr(lang), "name": name, "parameters": params, "pruned_fraction": fractions,
                     "out": str(args.out)})

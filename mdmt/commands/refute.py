@@ -13,8 +13,9 @@ def add_arguments(p):
                    help="the conjectured inequality, e.g. 'KL <= (s_max - 1) / L * sum_MI' (docs/claims.md lists the "
                         "quantities and functions)")
     p.add_argument("--family", default="ngram:n=3,V=2", metavar="SPEC",
-                   help="languages searched: ngram:n=N,V=V, hmm:S=S,V=V, or perturbations of one language "
-                        "(interval:l, preset:NAME[:SEED], a language file) (default ngram:n=3,V=2)")
+                   help="languages searched: ngram:n=N,V=V, hmm:S=S,V=V, explicit:V=V,L=L,M=M, or perturbations of "
+                        "one language (interval:l, preset:NAME[:SEED], task:NAME[:PARAMS], a language file) "
+                        "(default ngram:n=3,V=2)")
     p.add_argument("--lengths", default="4", metavar="L,L,...", help="sequence lengths L searched (default 4)")
     add_steps(p, required=False, default="2", many=True)
     p.add_argument("--processes", "--process", default="iid", metavar="SPEC,SPEC,...",

@@ -25,7 +25,7 @@ from ._common import (integer, add_force, add_json, add_model, at_least, clean, 
 def add_arguments(p):
     src = p.add_mutually_exclusive_group()
     src.add_argument("--language", metavar="SPEC",
-                     help="language: preset:NAME[:SEED], interval:l or a language file (with --resume: "
+                     help="language: preset:NAME[:SEED], interval:l, task:NAME[:PARAMS] or a language file (with --resume: "
                           "default the checkpoint's)")
     src.add_argument("--data", help="a stored data set (mdmt data): its language, L, training and validation sequences")
     add_model(p)
