@@ -363,7 +363,8 @@ class TopK(Policy):
 
     adaptive = True
 
-    def __init__(self, score: str, N: int | None = None, sizes=None, remainder: str = "first"):
+    def __init__(self, score: str, N: int | None = None, sizes: list[int] | np.ndarray | None = None,
+                 remainder: str = "first"):
         if score not in SCORES:
             raise ValueError(f"top-k score {score!r} is not one of {', '.join(SCORES)}")
         self.sizes = None if sizes is None else _sizes(sizes)  # explicit step sizes instead of balanced ones
@@ -494,7 +495,8 @@ def fixed_step_sizes(policy: Policy, L: int) -> np.ndarray | None:
 FORMS = POLICY_FORMS  # the SPEC grammar as help texts and errors quote it (mdmt.defaults)
 
 
-def parse_policy(spec: str, N: int | None = None, cap: bool = False, sizes=None, remainder: str = "first") -> Policy:
+def parse_policy(spec: str, N: int | None = None, cap: bool = False, sizes: list[int] | np.ndarray | None = None,
+                 remainder: str = "first") -> Policy:
     """A policy from its SPEC (module docstring; ``FORMS``).
 
     ``N`` is the number of steps of the policies that need one; threshold and entropy-sum run until

@@ -40,9 +40,7 @@ are cross-checked.  Rates of i.i.d. schedules and the entropy-sum rule involve r
 
 from __future__ import annotations
 
-import itertools
 import math
-import weakref
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -52,15 +50,15 @@ import numpy as np
 from mdmt.runtime.numba_cache import configure_numba_cache
 from mdmt.runtime.resources import check_memory, check_work
 
-from .policies import (CONFIDENCE, FIXED, MARGIN, NEG_ENTROPY, NO_SCORE, RATE, SIZE, THRESHOLD, TIE_TOL,
-                       TOPK, EntropySum, FixedOrder, Policy, step_count, step_cut)
+from .policies import CONFIDENCE, FIXED, MARGIN, NO_SCORE, RATE, SIZE, TIE_TOL, Policy, step_count, step_cut
+from .support_rationals import exact_rationals, rational_cost, rational_supported
+from .support_symmetry import integer_weights, orbits, position_symmetric, symmetry_generators
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
 DECODES = ("sample", "greedy")
 MAX_LENGTH = 24  # 2^L revealed sets per target
 RATIONAL_BUDGET = 4_000_000  # default: rationals when (representatives) x (transitions) stays below this
-POSITION_SYMMETRIC = ()  # filled below: the policies whose law commutes with position permutations
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -287,110 +285,6 @@ def _laws(reps, support, w, V, full, greedy, plan_w, modes, ks, rates, order, sc
             left[r] += plan_w[p] * lo
     return out, left
 
-
-# ----------------------------------------------------------------------------- symmetries
-
-def _keys(X: np.ndarray, V: int) -> np.ndarray:
-    """One int64 (or bytes) key per row, ordered like the lexicographic order of the rows."""
-    L = X.shape[1]
-    if V ** L < 2 ** 62:
-        return X @ (V ** np.arange(L - 1, -1, -1, dtype=np.int64))
-    return np.array([r.tobytes() for r in np.ascontiguousarray(X.astype(">i8"))], dtype=object)
-
-
-_INT_WEIGHTS: dict = {}  # id(law) -> (weak reference, integer weights): one conversion per law
-
-
-def integer_weights(lang) -> np.ndarray | None:
-    """The exact weights times their common denominator (int64, or Python integers), or None for float weights."""
-    if lang.exact_weights is None:
-        return None
-    got = _INT_WEIGHTS.get(id(lang))
-    if got is not None and got[0]() is lang:
-        return got[1]
-    ew = lang.exact_weights
-    if len(set(ew)) == 1:  # uniform: every weight 1
-        W = np.ones(len(ew), dtype=np.int64)
-    else:
-        den = math.lcm(*{f.denominator for f in ew})
-        ints = [f.numerator * (den // f.denominator) for f in ew]
-        W = np.array(ints, dtype=np.int64 if max(ints) < 2 ** 62 else object)
-    W.setflags(write=False)
-    _INT_WEIGHTS.clear() if len(_INT_WEIGHTS) > 64 else None
-    _INT_WEIGHTS[id(lang)] = (weakref.ref(lang), W)
-    return W
-
-
-def _image(lang, X2: np.ndarray, keys: np.ndarray, W) -> np.ndarray | None:
-    """The support index of every row of X2 when X2 is the support permuted with equal weights, else None."""
-    k2 = _keys(X2, lang.n_symbols)
-    where = np.searchsorted(keys, k2)
-    if np.any(where >= len(keys)) or np.any(keys[np.minimum(where, len(keys) - 1)] != k2):
-        return None
-    same = np.array_equal(W[where], W) if W is not None else np.array_equal(lang.weights_[where], lang.weights_)
-    return where if same else None
-
-
-def symmetry_generators(lang, positions: bool = True) -> list[tuple[str, np.ndarray]]:
-    """The symmetries of the support found (module docstring), each ``(name, image)``: ``image[k]`` is the
-    support index of the image of sequence k; every one is verified exactly (rows and weights)."""
-    X, V, L = lang.support_, lang.n_symbols, lang.length
-    keys = _keys(X, V)
-    W = integer_weights(lang)
-    gens = []
-    present = np.unique(X)
-    for a in range(len(present)):
-        for b in range(a + 1, len(present)):
-            va, vb = present[a], present[b]
-            X2 = np.where(X == va, vb, np.where(X == vb, va, X))
-            img = _image(lang, X2, keys, W)
-            if img is not None:
-                gens.append((f"tokens {va}<->{vb}", img))
-    if positions:
-        perms = []
-        for i in range(L):
-            for j in range(i + 1, L):
-                p = np.arange(L)
-                p[[i, j]] = p[[j, i]]
-                perms.append((f"positions {i}<->{j}", p))
-        n = math.isqrt(L)
-        if n * n == L and n > 1:
-            grid = np.arange(L).reshape(n, n)
-            for r in range(n - 1):
-                g = grid.copy()
-                g[[r, r + 1]] = g[[r + 1, r]]
-                perms.append((f"grid rows {r}<->{r + 1}", g.ravel()))
-                g = grid.copy()
-                g[:, [r, r + 1]] = g[:, [r + 1, r]]
-                perms.append((f"grid columns {r}<->{r + 1}", g.ravel()))
-            perms.append(("grid transpose", grid.T.ravel()))
-        for name, p in perms:
-            img = _image(lang, X[:, p], keys, W)
-            if img is not None:
-                gens.append((name, img))
-    return gens
-
-
-def orbits(M: int, generators) -> np.ndarray:
-    """The orbit label of every support index (the smallest index of its orbit) under the generated group."""
-    lab = np.arange(M)
-    while True:
-        old = lab
-        for _, g in generators:
-            lab = np.minimum(lab, lab[g])
-            lab2 = np.full(M, M)
-            np.minimum.at(lab2, g, lab)  # the image of k gets k's label too
-            lab = np.minimum(lab, lab2)
-        lab = lab[lab]
-        if np.array_equal(lab, old):
-            return lab
-
-
-def position_symmetric(policy: Policy) -> bool:
-    """Whether the policy's law commutes with permutations of the positions (ties are broken uniformly)."""
-    return isinstance(policy, POSITION_SYMMETRIC) and not isinstance(policy, FixedOrder)
-
-
 # ----------------------------------------------------------------------------- the law
 
 @dataclass
@@ -558,150 +452,3 @@ def support_law(lang, policy: Policy, decode: str = "sample", symmetries=True, r
             if not math.isclose(float(v), rep_val[k], rel_tol=1e-9, abs_tol=1e-12):
                 raise AssertionError(f"float and rational laws disagree at sequence {k}: {rep_val[k]!r} vs {v}")
     return out
-
-
-# ----------------------------------------------------------------------------- exact rationals
-
-def rational_supported(policy: Policy, L: int) -> bool:
-    """Rationals need rational reveal laws: no i.i.d. rates (real numbers), no entropy scores or sums
-    (logarithms) and no mixtures of plans with real weights (random step sizes)."""
-    from .policies import IID, RandomSizes
-
-    if isinstance(policy, (EntropySum, IID, RandomSizes)):
-        return False
-    plans = policy.plans(L)
-    return len(plans) == 1 and all(plan.score != NEG_ENTROPY for _, plan in plans)
-
-
-def rational_cost(policy: Policy, L: int) -> int:
-    """A rough count of the rational chain's transitions per representative."""
-    return (1 << L) * L * 4
-
-
-def exact_rationals(lang, policy: Policy, decode: str, reps_idx) -> dict:
-    """p(x) as a Fraction for each representative support index (the chain of :func:`_law_one` in rationals)."""
-    if not rational_supported(policy, lang.length):
-        raise ValueError(f"policy {policy.spec!r}: its law involves real numbers (rates or entropies); exact "
-                         "rationals are available for fixed sizes, top-k, thresholds and fixed orders")
-    if lang.exact_weights is None:
-        raise ValueError("the law's weights are floats; exact rationals need rational weights")
-    W = [int(v) for v in integer_weights(lang)]
-    X = lang.support_
-    L, V = lang.length, lang.n_symbols
-    plans = policy.plans(L)
-    out = {}
-    for k in reps_idx:
-        x = X[int(k)]
-        (_, plan), = plans  # one plan: rational_supported leaves out the mixtures (random sizes)
-        out[int(k)] = _rational_one(x, X, W, V, plan, decode)
-    return out
-
-
-def _rational_one(x, X, W, V, plan, decode) -> Fraction:
-    L = len(x)
-    full_mask = (1 << L) - 1
-    A = (X == x) @ (1 << np.arange(L, dtype=np.int64))
-    small = sum(W) < 2 ** 53  # integer sums in float64 are then exact, whatever their order
-    Warr = np.array(W, dtype=np.float64 if small else object)
-    cache: dict[int, tuple] = {}
-    greedy = decode == "greedy"
-    need_full = greedy or (plan.score != NO_SCORE and np.any(plan.mode != SIZE))
-    tau = Fraction(plan.tau)
-
-    def total(ws) -> int:
-        return int(ws.sum()) if small else int(sum(ws))
-
-    def marg(U):
-        got = cache.get(U)
-        if got is None:
-            rows = (A & U) == U
-            wr = Warr[rows]
-            c = total(wr)
-            T = None
-            if need_full:
-                Y = X[rows]
-                if small:
-                    T = [[int(t) for t in np.bincount(Y[:, i], weights=wr, minlength=V)] for i in range(L)]
-                else:
-                    T = [[total(wr[Y[:, i] == v]) for v in range(V)] for i in range(L)]
-            got = cache[U] = (c, T)
-        return got
-
-    def factor(U, i):
-        c, T = marg(U)
-        if not greedy:
-            return Fraction(marg(U | (1 << i))[0], c)
-        row = T[i]
-        best = max(row)
-        if row[x[i]] != best:
-            return Fraction(0)
-        return Fraction(1, sum(1 for t in row if t == best))
-
-    def score(U, i):
-        c, T = marg(U)
-        row = sorted(T[i], reverse=True)
-        if plan.score == CONFIDENCE:
-            return Fraction(row[0], c)
-        if plan.score == MARGIN:
-            return Fraction(row[0] - (row[1] if len(row) > 1 else 0), c)
-        raise ValueError("exact rationals: the entropy score involves logarithms")
-
-    F = {0: Fraction(1)}
-    for j in range(plan.steps):
-        mode = int(plan.mode[j])
-        G: dict[int, Fraction] = {}
-        for U, mass in F.items():
-            pos = [i for i in range(L) if not (U >> i) & 1]
-            m = len(pos)
-            if m == 0:
-                G[U] = G.get(U, 0) + mass
-                continue
-            fac = {i: factor(U, i) for i in pos}
-            if mode == FIXED:
-                S = [i for i in pos if plan.order[i] == j + 1]
-                choices = [(S, Fraction(1))]
-            else:
-                if mode == SIZE:
-                    cnt = min(int(plan.k[j]), m)
-                    sure, tied, r = [], pos, cnt
-                else:
-                    sc = {i: score(U, i) for i in pos}
-                    if mode == THRESHOLD:
-                        cnt = sum(1 for i in pos if sc[i] > tau) or 1
-                    else:  # TOPK
-                        cnt = min(int(plan.k[j]), m)
-                    if mode == SIZE or cnt >= m:
-                        sure, tied, r = [], pos, min(cnt, m)
-                    else:
-                        thr = sorted(sc.values(), reverse=True)[cnt - 1]
-                        sure = [i for i in pos if sc[i] > thr]
-                        tied = [i for i in pos if sc[i] == thr]
-                        r = cnt - len(sure)
-                nc = math.comb(len(tied), r)
-                choices = [(sure + list(c), Fraction(1, nc)) for c in itertools.combinations(tied, r)]
-            for S, pw in choices:
-                w = mass * pw
-                for i in S:
-                    w *= fac[i]
-                    if not w:
-                        break
-                if w:
-                    V2 = U
-                    for i in S:
-                        V2 |= 1 << i
-                    G[V2] = G.get(V2, 0) + w
-        F = G
-    left = sum((v for U, v in F.items() if U != full_mask), Fraction(0))
-    if left:
-        raise ValueError(f"the plan left positions masked after its {plan.steps} steps")
-    return F.get(full_mask, Fraction(0))
-
-
-def _register():
-    global POSITION_SYMMETRIC
-    from .policies import IID, Balanced, RandomSizes, Sizes, Threshold, TopK
-
-    POSITION_SYMMETRIC = (IID, Sizes, Balanced, RandomSizes, TopK, Threshold, EntropySum)
-
-
-_register()

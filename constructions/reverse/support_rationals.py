@@ -1,0 +1,152 @@
+"""The output law on an explicit law's support in exact rationals (:mod:`.support_exact`, "Rationals").
+
+The chain of :func:`.support_exact._law_one` for one target x, with ``fractions.Fraction`` masses: the marginals
+are ratios of integer weight sums (the exact weights times their common denominator), the reveal laws are
+1/C(n, r) for the uniform choices, and the confidence threshold compares the exact marginal with the exact
+rational of the float tau.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from .policies import CONFIDENCE, FIXED, MARGIN, NEG_ENTROPY, NO_SCORE, SIZE, THRESHOLD, EntropySum, Policy
+from .support_symmetry import integer_weights
+
+def rational_supported(policy: Policy, L: int) -> bool:
+    """Rationals need rational reveal laws: no i.i.d. rates (real numbers), no entropy scores or sums
+    (logarithms) and no mixtures of plans with real weights (random step sizes)."""
+    from .policies import IID, RandomSizes
+
+    if isinstance(policy, (EntropySum, IID, RandomSizes)):
+        return False
+    plans = policy.plans(L)
+    return len(plans) == 1 and all(plan.score != NEG_ENTROPY for _, plan in plans)
+
+
+def rational_cost(policy: Policy, L: int) -> int:
+    """A rough count of the rational chain's transitions per representative."""
+    return (1 << L) * L * 4
+
+
+def exact_rationals(lang, policy: Policy, decode: str, reps_idx) -> dict:
+    """p(x) as a Fraction for each representative support index (the chain of :func:`_law_one` in rationals)."""
+    if not rational_supported(policy, lang.length):
+        raise ValueError(f"policy {policy.spec!r}: its law involves real numbers (rates or entropies); exact "
+                         "rationals are available for fixed sizes, top-k, thresholds and fixed orders")
+    if lang.exact_weights is None:
+        raise ValueError("the law's weights are floats; exact rationals need rational weights")
+    W = [int(v) for v in integer_weights(lang)]
+    X = lang.support_
+    L, V = lang.length, lang.n_symbols
+    plans = policy.plans(L)
+    out = {}
+    for k in reps_idx:
+        x = X[int(k)]
+        (_, plan), = plans  # one plan: rational_supported leaves out the mixtures (random sizes)
+        out[int(k)] = _rational_one(x, X, W, V, plan, decode)
+    return out
+
+
+def _rational_one(x, X, W, V, plan, decode) -> Fraction:
+    L = len(x)
+    full_mask = (1 << L) - 1
+    A = (X == x) @ (1 << np.arange(L, dtype=np.int64))
+    small = sum(W) < 2 ** 53  # integer sums in float64 are then exact, whatever their order
+    Warr = np.array(W, dtype=np.float64 if small else object)
+    cache: dict[int, tuple] = {}
+    greedy = decode == "greedy"
+    need_full = greedy or (plan.score != NO_SCORE and np.any(plan.mode != SIZE))
+    tau = Fraction(plan.tau)
+
+    def total(ws) -> int:
+        return int(ws.sum()) if small else int(sum(ws))
+
+    def marg(U):
+        got = cache.get(U)
+        if got is None:
+            rows = (A & U) == U
+            wr = Warr[rows]
+            c = total(wr)
+            T = None
+            if need_full:
+                Y = X[rows]
+                if small:
+                    T = [[int(t) for t in np.bincount(Y[:, i], weights=wr, minlength=V)] for i in range(L)]
+                else:
+                    T = [[total(wr[Y[:, i] == v]) for v in range(V)] for i in range(L)]
+            got = cache[U] = (c, T)
+        return got
+
+    def factor(U, i):
+        c, T = marg(U)
+        if not greedy:
+            return Fraction(marg(U | (1 << i))[0], c)
+        row = T[i]
+        best = max(row)
+        if row[x[i]] != best:
+            return Fraction(0)
+        return Fraction(1, sum(1 for t in row if t == best))
+
+    def score(U, i):
+        c, T = marg(U)
+        row = sorted(T[i], reverse=True)
+        if plan.score == CONFIDENCE:
+            return Fraction(row[0], c)
+        if plan.score == MARGIN:
+            return Fraction(row[0] - (row[1] if len(row) > 1 else 0), c)
+        raise ValueError("exact rationals: the entropy score involves logarithms")
+
+    F = {0: Fraction(1)}
+    for j in range(plan.steps):
+        mode = int(plan.mode[j])
+        G: dict[int, Fraction] = {}
+        for U, mass in F.items():
+            pos = [i for i in range(L) if not (U >> i) & 1]
+            m = len(pos)
+            if m == 0:
+                G[U] = G.get(U, 0) + mass
+                continue
+            fac = {i: factor(U, i) for i in pos}
+            if mode == FIXED:
+                S = [i for i in pos if plan.order[i] == j + 1]
+                choices = [(S, Fraction(1))]
+            else:
+                if mode == SIZE:
+                    cnt = min(int(plan.k[j]), m)
+                    sure, tied, r = [], pos, cnt
+                else:
+                    sc = {i: score(U, i) for i in pos}
+                    if mode == THRESHOLD:
+                        cnt = sum(1 for i in pos if sc[i] > tau) or 1
+                    else:  # TOPK
+                        cnt = min(int(plan.k[j]), m)
+                    if mode == SIZE or cnt >= m:
+                        sure, tied, r = [], pos, min(cnt, m)
+                    else:
+                        thr = sorted(sc.values(), reverse=True)[cnt - 1]
+                        sure = [i for i in pos if sc[i] > thr]
+                        tied = [i for i in pos if sc[i] == thr]
+                        r = cnt - len(sure)
+                nc = math.comb(len(tied), r)
+                choices = [(sure + list(c), Fraction(1, nc)) for c in itertools.combinations(tied, r)]
+            for S, pw in choices:
+                w = mass * pw
+                for i in S:
+                    w *= fac[i]
+                    if not w:
+                        break
+                if w:
+                    V2 = U
+                    for i in S:
+                        V2 |= 1 << i
+                    G[V2] = G.get(V2, 0) + w
+        F = G
+    left = sum((v for U, v in F.items() if U != full_mask), Fraction(0))
+    if left:
+        raise ValueError(f"the plan left positions masked after its {plan.steps} steps")
+    return F.get(full_mask, Fraction(0))
