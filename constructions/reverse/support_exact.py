@@ -354,7 +354,11 @@ class SupportLaw:
 
 
 def _plan_arrays(policy: Policy, L: int):
-    plans = policy.plans(L)
+    try:
+        plans = policy.plans(L)
+    except NotImplementedError:
+        raise ValueError(f"policy {policy.spec!r} is not described by step rules (plans): its exact law on an "
+                         "explicit support is not available") from None
     n = max(p.steps for _, p in plans)
     P = len(plans)
     modes = np.full((P, n), SIZE, dtype=np.int64)
