@@ -15,7 +15,7 @@ Conditional total correlation (Eq. 3 of ParallelBench): C(Y | X) = sum_i H(y_i |
   C = n h(1/n) - log n = (n - 1) log(n / (n - 1))                                     (:func:`replace_random_tc`).
 * Shuffle (Eq. 4): with m items still unplaced, revealing s of the m masked positions together,
   C = s log m - log(m! / (m - s)!); for a partition into steps of sizes s_1..s_T,
-  L_T = sum_t C_t with m_t = n - s_1 - ... - s_{t-1}                                 (:func:`shuffle_tc`, :func:`shuffle_lt`).
+  L_T = sum_t C_t with m_t = n - s_1 - ... - s_{t-1}                  (:func:`shuffle_tc`, :func:`shuffle_lt`).
 * Shuffle accuracy (Eq. 5): every marginal is uniform on the m_t unplaced items, and a step is right exactly when
   its s_t independent draws are distinct: accuracy = prod_t m_t! / ((m_t - s_t)! m_t^(s_t)) = exp(-L_T)
   (:func:`shuffle_accuracy`).  With k tokens per step, the partition is k, k, ..., k, n mod k (:func:`k_sizes`);
@@ -116,7 +116,7 @@ def copy_accuracy(n: int, V: int, sizes) -> Fraction:
 
 
 def threshold_m_star(n: int, gamma) -> int:
-    """The number of Shuffle items placed in the final step of the threshold rule: the largest m <= n with 1/m > gamma."""
+    """The Shuffle items placed together in the threshold rule's last step: the largest m <= n with 1/m > gamma."""
     g = Fraction(gamma)
     return max(m for m in range(1, n + 1) if Fraction(1, m) > g) if g < 1 else 1
 

@@ -156,8 +156,8 @@ def _run(language, L: int, policy: Policy, num: int, den, rng, batch: int, x_tru
     return X, nfe, reveal_step, logp
 
 
-def sample_policy(language: Language, L: int, policy: Policy, num: int, denoiser: Denoiser | None = None, seed: Seed = None, batch: int = 512,
-                  decode: str = "sample") -> SampleResult:
+def sample_policy(language: Language, L: int, policy: Policy, num: int, denoiser: Denoiser | None = None,
+                  seed: Seed = None, batch: int = 512, decode: str = "sample") -> SampleResult:
     """Draw ``num`` sequences from the policy's reverse process with the oracle (None) or any denoiser; seeded.
     ``decode``: ``"sample"`` (tokens from the marginals, Eq. 3) or ``"greedy"`` (argmax, ties uniformly)."""
     check_decode(decode)

@@ -29,13 +29,14 @@ fixed orders, and mixtures of plans (random step sizes).  Two token rules (``dec
 
 **Symmetries.**  When a token relabelling (any process) or a position permutation (processes that treat
 positions alike: every process above except fixed orders) maps the support onto itself with equal weights,
-p is constant on its orbits.  :func:`symmetry_generators` tests every token transposition, every position
-transposition and, when L = n^2, the row swaps, column swaps and the transposition of the n x n grid, each
-exactly against the support; p is then computed for one representative per orbit.
+p is constant on its orbits.  :func:`.support_symmetry.symmetry_generators` tests every token transposition,
+every position transposition and, when L = n^2, the row swaps, column swaps and the transposition of the
+n x n grid, each exactly against the support; p is then computed for one representative per orbit.
 
 **Rationals.**  With uniform or rational weights the same chain runs in exact rationals (``fractions.Fraction``)
-for the representatives (:func:`exact_rationals`): SER and p(x) as fractions, beside the float64 law, and the two
-are cross-checked.  Rates of i.i.d. schedules and the entropy-sum rule involve real numbers and stay float only.
+for the representatives (:func:`.support_rationals.exact_rationals`): SER and p(x) as fractions, beside the
+float64 law, and the two are cross-checked.  Rates of i.i.d. schedules and the entropy-sum rule involve real
+numbers and stay float only.
 """
 
 from __future__ import annotations
