@@ -264,27 +264,58 @@ def _law_one(x, C, T, full, greedy, modes, ks, rates, order, score, tau, gamma):
     return F[n - 1], left
 
 
+@nb.njit(cache=True)
+def _law_rep(x, support, w, V, full, greedy, plan_w, modes, ks, rates, order, score, tau, gamma):
+    """p(x) of one representative x, summed over the plans with weights plan_w, and the mass left unfinished."""
+    if full:
+        T = _zeta_full(x, support, w, V)
+        C = np.empty(T.shape[0])
+        for U in range(T.shape[0]):
+            C[U] = T[U, 0].sum()
+    else:
+        C = _zeta_scalar(x, support, w)
+        T = np.zeros((1, 1, 1))
+    out = 0.0
+    left = 0.0
+    for p in range(plan_w.shape[0]):
+        val, lo = _law_one(x, C, T, full, greedy, modes[p], ks[p], rates[p], order[p], score[p], tau[p], gamma[p])
+        out += plan_w[p] * val
+        left += plan_w[p] * lo
+    return out, left
+
+
 @nb.njit(cache=True, parallel=True)
-def _laws(reps, support, w, V, full, greedy, plan_w, modes, ks, rates, order, score, tau, gamma):
-    """p(x) for every representative x (rows of ``reps``), summed over the plans with weights plan_w."""
+def _laws_parallel(reps, support, w, V, full, greedy, plan_w, modes, ks, rates, order, score, tau, gamma):
     R = reps.shape[0]
     out = np.zeros(R)
     left = np.zeros(R)
     for r in nb.prange(R):
-        x = reps[r]
-        if full:
-            T = _zeta_full(x, support, w, V)
-            C = np.empty(T.shape[0])
-            for U in range(T.shape[0]):
-                C[U] = T[U, 0].sum()
-        else:
-            C = _zeta_scalar(x, support, w)
-            T = np.zeros((1, 1, 1))
-        for p in range(plan_w.shape[0]):
-            val, lo = _law_one(x, C, T, full, greedy, modes[p], ks[p], rates[p], order[p], score[p], tau[p], gamma[p])
-            out[r] += plan_w[p] * val
-            left[r] += plan_w[p] * lo
+        out[r], left[r] = _law_rep(reps[r], support, w, V, full, greedy, plan_w, modes, ks, rates, order, score,
+                                   tau, gamma)
     return out, left
+
+
+@nb.njit(cache=True)
+def _laws_serial(reps, support, w, V, full, greedy, plan_w, modes, ks, rates, order, score, tau, gamma):
+    R = reps.shape[0]
+    out = np.zeros(R)
+    left = np.zeros(R)
+    for r in range(R):
+        out[r], left[r] = _law_rep(reps[r], support, w, V, full, greedy, plan_w, modes, ks, rates, order, score,
+                                   tau, gamma)
+    return out, left
+
+
+PARALLEL_WORK = 1 << 22  # below this many (representatives x revealed sets x positions) one thread is faster
+
+
+def _laws(reps, support, *args):
+    """p(x) for every representative x (rows of ``reps``): in parallel over the representatives when there is
+    enough work (results do not depend on it: each representative is computed alone)."""
+    work = reps.shape[0] * (1 << support.shape[1]) * support.shape[1]
+    kernel = _laws_parallel if reps.shape[0] > 1 and work > PARALLEL_WORK else _laws_serial
+    return kernel(reps, support, *args)
+
 
 # ----------------------------------------------------------------------------- the law
 
