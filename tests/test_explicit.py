@@ -303,3 +303,11 @@ def test_the_benchmark_runs_and_agrees(tmp_path, capsys):
     rows = json.loads(out.read_text())
     assert rows[0]["max_abs_difference"] < 1e-12 and rows[0]["ratio"] > 0
     assert "ratio" in capsys.readouterr().out
+
+
+def test_weights_equal_in_floats_but_not_exactly_are_summed_exactly():
+    eps = Fraction(1, 10**30)  # below float64 resolution: both weights round to 0.5
+    lang = ExplicitLanguage([[0], [1]], [Fraction(1, 2) + eps, Fraction(1, 2) - eps])
+    assert lang.weights_[0] == lang.weights_[1]
+    assert lang.probability(np.array([1])) == Fraction(1, 2) - eps
+    assert lang.probability(np.array([0])) == Fraction(1, 2) + eps
