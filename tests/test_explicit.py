@@ -286,3 +286,28 @@ def test_log_likelihood_of_exact_weights_is_correctly_rounded():
     assert lang.log_likelihood(np.array([[0, MASK]]))[0] == np.log(0.3) != np.log(0.1 + 0.2)
     floats = ExplicitLanguage([[0, 0], [0, 1], [1, 1]], [0.1, 0.2, 0.7])
     assert math.isclose(floats.log_likelihood(np.array([[0, MASK]]))[0], np.log(0.3), rel_tol=1e-15)
+
+
+def test_the_benchmark_runs_and_agrees(tmp_path, capsys):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_explicit.py"
+    spec = importlib.util.spec_from_file_location("bench_explicit", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "b.json"
+    assert bench.main(["--language", "task:shuffle:n=5", "--num", "30", "--repeats", "1", "--reveal", "0.5",
+                       "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert rows[0]["max_abs_difference"] < 1e-12 and rows[0]["ratio"] > 0
+    assert "ratio" in capsys.readouterr().out
+
+
+def test_weights_equal_in_floats_but_not_exactly_are_summed_exactly():
+    eps = Fraction(1, 10**30)  # below float64 resolution: both weights round to 0.5
+    lang = ExplicitLanguage([[0], [1]], [Fraction(1, 2) + eps, Fraction(1, 2) - eps])
+    assert lang.weights_[0] == lang.weights_[1]
+    assert lang.probability(np.array([1])) == Fraction(1, 2) - eps
+    assert lang.probability(np.array([0])) == Fraction(1, 2) + eps

@@ -108,6 +108,17 @@ def test_list_tasks_follow_the_input_list():
     assert np.all(post[0, :, 7] == 1.0)
 
 
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_insert_and_remove_random(n):
+    ins = language_from_spec(f"task:insert-random:{n}")  # n + 1 places for the new item n
+    want = sorted(tuple(list(range(p)) + [n] + list(range(p, n))) for p in range(n + 1))
+    assert [tuple(r) for r in ins.support_.tolist()] == want and ins.length == n + 1 and ins.n_symbols == n + 1
+    if n >= 2:
+        rem = language_from_spec(f"task:remove-random:{n}")  # n items to drop
+        want = sorted(tuple(v for v in range(n) if v != p) for p in range(n))
+        assert [tuple(r) for r in rem.support_.tolist()] == want and rem.length == n - 1 and rem.n_symbols == n
+
+
 def test_canonical_forms():
     assert canonical_spec("task:shuffle:n=8") == "task:shuffle:n=8" == canonical_spec("task:shuffle:8")
     assert canonical_spec("task:latin:4") == "task:latin:order=4" == canonical_spec("task:latin")

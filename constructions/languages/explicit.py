@@ -187,8 +187,11 @@ class ExplicitLanguage:
 
     @cached_property
     def _uniform(self) -> bool:
-        """All weights equal: the kernel then counts sequences (exact integers) and scales by the one weight."""
-        return bool(np.all(self.weights_ == self.weights_[0]))
+        """All weights equal (exactly, when they are exact): the kernel then counts sequences (exact integers) and
+        scales by the one weight."""
+        if not np.all(self.weights_ == self.weights_[0]):
+            return False
+        return self.exact_weights is None or len(set(self.exact_weights)) == 1
 
     def _sums(self, X: np.ndarray, what: str, marginals: bool):
         """(mass, count, numerators) of each row: the weight and number of the support sequences agreeing with it

@@ -5,6 +5,8 @@ Each task is the law of an output Y listed on its support (:class:`~.explicit.Ex
 ``copy``            one token v ~ Uniform{0..V-1} repeated n times (the copy chain; support V sequences, any V);
 ``replace-index``   the input list (0, 1, ..., n-1) with position i replaced by the new item n (one sequence);
 ``replace-random``  the input list with one uniformly chosen position replaced by the new item n (n sequences);
+``insert-random``   the input list with the new item n inserted at a uniform place (n + 1 sequences of length n + 1);
+``remove-random``   the input list with one uniform item removed (n sequences of length n - 1);
 ``shuffle``         a uniform permutation of the input list (n! sequences);
 ``parity``          a uniform binary word of length n with an even number of ones (2^(n-1) sequences);
 ``latin``           a uniform Latin square of the given order read row by row (576 for order 4);
@@ -12,7 +14,7 @@ Each task is the law of an output Y listed on its support (:class:`~.explicit.Ex
 ``dyck``            a uniform Dyck-1 word of length L, 0 = open, 1 = close (Catalan(L/2) sequences).
 
 The list tasks (``replace-index``, ``replace-random``, ``shuffle``) follow ParallelBench Section 4 (Kang et al.,
-arXiv 2510.04767): the law is that of the output Y given one fixed input X, the list of the n distinct items
+arXiv 2510.04767; ``insert-random`` and ``remove-random`` are two more list tasks of its benchmark): the law is that of the output Y given one fixed input X, the list of the n distinct items
 0, 1, ..., n-1 (token i is the i-th item of X) and, for the replace tasks, the new item n.  Any other input of n
 distinct items gives the same law up to renaming tokens, so every quantity of the paper (the sampler's law,
 KL and SER of Eqs. 4-5 of Feng et al.) is the same.
@@ -64,6 +66,18 @@ def _replace_random(n: int) -> np.ndarray:
     X = np.tile(np.arange(n, dtype=np.int64), (n, 1))
     X[np.arange(n), np.arange(n)] = n
     return X
+
+
+def _insert_random(n: int) -> np.ndarray:
+    """The input list 0..n-1 with the new item n inserted at each of the n + 1 places."""
+    x = np.arange(n, dtype=np.int64)
+    return np.stack([np.insert(x, p, n) for p in range(n + 1)])
+
+
+def _remove_random(n: int) -> np.ndarray:
+    """The input list 0..n-1 with each one of its n items removed."""
+    x = np.arange(n, dtype=np.int64)
+    return np.stack([np.delete(x, p) for p in range(n)])
 
 
 def _parity(n: int) -> np.ndarray:
@@ -193,6 +207,14 @@ TASKS: dict[str, Task] = {
         "replace-random", "the input list 0..n-1 with one uniform position replaced by the new item n (n sequences)",
         (Param("n", 4, "list length", 1, 10**5),),
         count=lambda n: n, length=lambda n: n, vocab=lambda n: n + 1, support=_replace_random),
+    "insert-random": Task(
+        "insert-random", "the input list 0..n-1 with the new item n inserted at a uniform place (n+1 sequences)",
+        (Param("n", 4, "list length", 1, 10**5),),
+        count=lambda n: n + 1, length=lambda n: n + 1, vocab=lambda n: n + 1, support=_insert_random),
+    "remove-random": Task(
+        "remove-random", "the input list 0..n-1 with one uniform item removed (n sequences of length n-1)",
+        (Param("n", 4, "list length", 2, 10**5),),
+        count=lambda n: n, length=lambda n: n - 1, vocab=lambda n: n, support=_remove_random),
     "shuffle": Task(
         "shuffle", "a uniform permutation of the input list 0..n-1 (n! sequences)",
         (Param("n", 4, "list length", 1, 12),),

@@ -70,8 +70,8 @@ def _list(args) -> int:
                         "pruned initial", "pruned transition", "pruned emission"], table))
     print(f"(seed {args.seed}; rows are softmax({KAPPA:g}*log U/temperature), U uniform, pruned below the threshold)")
     print()
-    print(format_table(["task (defaults)", "parameters", "law (uniform on its support)"],
-                       [[t["spec"], ", ".join(t["parameters"]), t["law"]] for t in tasks]))
+    print(format_table(["task (defaults)", "law (uniform on its support)"], [[t["spec"], t["law"]] for t in tasks],
+                       left=(0, 1)))
     print("(task:NAME:key=value,...; the first parameter may be given by its value alone: task:latin:4; docs/tasks.md)")
     return 0
 
