@@ -282,6 +282,8 @@ def test_cli_done_when(capsys):
      "--length 6: the explicit law"),
     (["adaptive", "exact", "--language", "task:shuffle:n=4", "-L", "4", "--policy", "threshold:0.5", "--sizes",
       "2,2"], "explicit step sizes apply to"),
+    (["adaptive", "sample", "--language", "task:shuffle:n=4", "-L", "4", "-N", "2", "--decode", "greedy", "--kl"],
+     "--kl estimates"),
 ])
 def test_cli_errors(argv, message, capsys):
     from mdmt.cli import main

@@ -157,6 +157,9 @@ def _sample(args) -> int:
 
     _check_instance(args)
     at_least("--num", args.num)
+    if args.kl and args.decode == "greedy":
+        raise ValueError("--kl estimates the bound for tokens sampled from the marginals; it does not apply to "
+                         "--decode greedy")
     lang = load_language(args.language)
     check_memory(f"--num {args.num} samples of --length {args.length} with their reveal steps",
                  _BYTES_PER_POSITION * args.num * args.length + 16 * min(args.num, 512) * args.length * lang.n_symbols,
