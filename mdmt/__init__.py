@@ -28,7 +28,8 @@ The oracle sampler
     ``sample_mdm``, ``sample_metrics``, ``assignment_kl_estimate``, ``SampleResult``
 Policies beyond i.i.d. reveal steps (docs/atlas.md, docs/adaptive.md)
     ``parse_policy``, ``exact_policy_law``, ``teacher_forced``, ``sample_policy``, ``teacher_forced_estimate``,
-    ``IntervalOracle``, ``information_quantities``, ``atlas``
+    ``IntervalOracle``, ``information_quantities``, ``atlas``, ``support_law`` (the exact law on an explicit law's
+    support, docs/tasks.md)
 Theorem statements and the main job
     ``STATEMENTS`` (the sympy statements of Lemmas A.1-A.3, B.10/B.11 and Theorems 4.2-4.4), ``verify``
 Conjectured bounds (docs/claims.md, docs/refute.md)
@@ -90,6 +91,7 @@ _API = {
     "parse_policy": "mdmt.constructions.reverse.policies",
     "exact_policy_law": "mdmt.constructions.reverse.policy_exact",
     "teacher_forced": "mdmt.constructions.reverse.policy_exact",
+    "support_law": "mdmt.constructions.reverse.support_exact",
     "sample_policy": "mdmt.constructions.reverse.policy_sampler",
     "teacher_forced_estimate": "mdmt.constructions.reverse.policy_sampler",
     "IntervalOracle": "mdmt.constructions.reverse.interval_oracle",

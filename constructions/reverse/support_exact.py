@@ -48,6 +48,7 @@ from fractions import Fraction
 import numba as nb
 import numpy as np
 
+from mdmt.constructions.languages.explicit import ExplicitLanguage
 from mdmt.runtime.numba_cache import configure_numba_cache
 from mdmt.runtime.resources import check_memory, check_work
 
@@ -437,8 +438,8 @@ def check_decode(decode: str) -> str:
     return decode
 
 
-def support_law(lang, policy: Policy, decode: str = "sample", symmetries=True, rationals="auto",
-                length: int | None = None) -> SupportLaw:
+def support_law(lang: ExplicitLanguage, policy: Policy, decode: str = "sample", symmetries: bool | list = True,
+                rationals: bool | str = "auto", length: int | None = None) -> SupportLaw:
     """The exact output law of ``policy`` with the oracle denoiser of ``lang`` and the token rule ``decode``
     on the support of ``lang`` (module docstring).  ``rationals``: True, False or ``"auto"`` (when the rational
     chain is small enough, :data:`RATIONAL_BUDGET`).  ``symmetries``: True (find them), False (none), or the
