@@ -267,6 +267,13 @@ def test_cli_done_when(capsys):
     assert out["ser_exact"] == "5/8" and out["accuracy_exact"] == "3/8" and out["sizes"] == [2, 2]
     assert main(["exact", "--language", "task:shuffle:n=4", "-L", "4", "-N", "2", "--sizes", "2,2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["ser_exact"] == "5/8"
+    # --remainder last puts the larger steps last: n = 5, N = 3 -> sizes 1, 2, 2; greedy Replace Random then
+    # ties at the last step of two (1/2), while the LLaDA convention 2, 2, 1 ends with a single position (1)
+    for rem, acc in (("last", "1/2"), ("first", "1")):
+        assert main(["adaptive", "exact", "--language", "task:replace-random:n=5", "-L", "5", "--policy", "uniform",
+                     "-N", "3", "--remainder", rem, "--decode", "greedy", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["accuracy_exact"] == acc and out["sizes"] == ([1, 2, 2] if rem == "last" else [2, 2, 1])
 
 
 @pytest.mark.parametrize("argv,message", [
