@@ -385,8 +385,13 @@ def _structural_moves(state: _Search, cand: Candidate, better, moves=MOVES) -> C
 def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[int] = (5,),
            steps: Iterable[int] = (3,), processes: Iterable[str] = ("iid",), budget: int | str | Budget = 200,
            seed: int = 0, refine: bool = True, certify: bool = True, progress: bool = False, shards: int = 1,
-           jobs: int = 1, scheduler: str | None = None) -> RefuteResult:
+           jobs: int = 1, scheduler: str | None = None, prove: bool = True) -> RefuteResult:
     """Look for an instance of ``family`` that violates ``claim`` (module docstring).
+
+    ``prove``: first try to prove the claim at every length (a Shannon-type claim) or every (length, number of
+    steps, process) (:func:`~.rules.prove_search`); where every one is proved, the verdict is ``proved
+    (Shannon-type)`` or ``proved (lemmas)`` and nothing is searched; otherwise the search runs as without it, and
+    the report keeps each proof and each reason.
 
     ``budget``: margin evaluations (an int) or a time (``"30s"``, ``"5m"``), or a :class:`Budget`;
     ``progress``: a tqdm bar on standard error (evaluations, or seconds, used of the budget).
@@ -419,9 +424,19 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
     shards = positive_int("shards", shards)
     settings = {"lengths": lengths, "steps": steps, "processes": processes, "budget": budget.describe(),
                 "seed": seed}
+    proofs = None
+    if prove:
+        from .rules import prove_search
+
+        proofs = prove_search(claim, fam, lengths, steps, processes)
+        if proofs["proved"]:
+            return RefuteResult(claim.text, f"proved ({proofs['kind']})", None, None, 0, proofs["seconds"], [],
+                                fam.spec, {"explore": 0, "refine": 0, "shrink": 0}, settings, fam.interval,
+                                proof=proofs)
     if shards > 1:
-        return _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certify, progress, shards, jobs,
-                        scheduler, settings)
+        res = _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certify, progress, shards, jobs,
+                       scheduler, settings)
+        return _with_proofs(res, proofs)
     if budget.seconds is not None:  # compile each process's kernels before the clock starts (not counted)
         for process in processes:
             _margins(claim, fam.language([0] * fam.entries), min(lengths), min(steps), process, fam.interval)
@@ -456,9 +471,26 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
         _announce_certificate(best)
     certify_start = budget.elapsed()
     verdict, best, cert = _verdict(claim, best, certify, fam.interval)
-    return RefuteResult(claim.text, verdict, best, cert, budget.used, budget.elapsed(), state.history, fam.spec,
-                        dict(state.phases), settings, fam.interval, budget.elapsed() - certify_start,
-                        state.first_violation)
+    return _with_proofs(RefuteResult(claim.text, verdict, best, cert, budget.used, budget.elapsed(), state.history,
+                                     fam.spec, dict(state.phases), settings, fam.interval,
+                                     budget.elapsed() - certify_start, state.first_violation), proofs)
+
+
+def _with_proofs(res: RefuteResult, proofs: dict | None) -> RefuteResult:
+    """The search's result with the proofs of its instance classes; a certified violation in a class that was proved
+    would mean one of the two is wrong, and is raised, never reported."""
+    res.proof = proofs
+    if proofs is None or res.verdict != "certified violation" or res.candidate is None:
+        return res
+    from .shannon import Proof
+
+    c = res.candidate
+    for unit in proofs["classes"]:
+        if isinstance(unit["result"], Proof) and unit["L"] == c.L and unit.get("N", c.N) == c.N \
+                and unit.get("process", c.process) == c.process:
+            raise AssertionError(f"claim {res.claim!r}: a certified violation at L = {c.L}, N = {c.N}, process "
+                                 f"{c.process}, where it was proved: a bug in mdmt, please report it")
+    return res
 
 
 MAX_SHARDS = 10 ** 4
@@ -472,7 +504,8 @@ def shard_seeds(seed: int, shards: int) -> list[int]:
 def _shard(part) -> RefuteResult:
     """One shard of :func:`search`: a whole search without the certificate (a Dask part: a pure function)."""
     claim, fam, lengths, steps, processes, budget, seed, refine = part
-    return search(claim, fam, lengths, steps, processes, budget=budget, seed=seed, refine=refine, certify=False)
+    return search(claim, fam, lengths, steps, processes, budget=budget, seed=seed, refine=refine, certify=False,
+                  prove=False)
 
 
 def _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certify, progress, shards, jobs, scheduler,

@@ -7,7 +7,8 @@ exactly (:func:`~.certificate.certify_claim` on the instance's tables rounded to
 ``certified violation``; ``numeric violation`` where the process or a quantity has no exact evaluation (a rule
 comparing logarithms, a quantity without a rational form) or the certificate's estimated cost
 (:func:`certificate_work`) exceeds ``MDMT_MAX_WORK``; ``no violation found`` where the float margin lies within
-``NUMERIC_TOL`` of 0 (a tight instance) or the exact computation does not confirm it.
+``NUMERIC_TOL`` of 0 (a tight instance) or the exact computation does not confirm it.  Before any search, a claim
+may be proved (:func:`~.rules.prove_search`): ``proved (Shannon-type)`` or ``proved (lemmas)``, with no instance.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from .families import instance_size
 
 CERTIFY_BITS = (16, 30)  # dyadic denominators tried for the certificate
 NUMERIC_TOL = 1e-9  # a float64 margin above -NUMERIC_TOL is a tight instance, not a violation (rounding of the sides)
-VERDICTS = ("certified violation", "numeric violation", "no violation found")
+VERDICTS = ("proved (Shannon-type)", "proved (lemmas)", "certified violation", "numeric violation",
+            "no violation found")  # a proof: :mod:`.rules` (and :mod:`.shannon`), before any search
 CERTIFY_COST = 100_000  # operations per (revealed state, position, step) of the rational certificate (Fractions)
 
 
@@ -85,6 +87,7 @@ class RefuteResult:
     interval: int | None = None
     certify_seconds: float = 0.0  # of ``seconds``: the exact re-computation of a violation
     first_violation: dict | None = None  # {"evaluations", "seconds"} when the first float violation was found
+    proof: dict | None = None  # :func:`~.rules.prove_search`'s answer (None: no proof was attempted)
 
     @property
     def evaluations_per_second(self) -> float:
@@ -113,6 +116,10 @@ class RefuteResult:
             out["margin"] = c.margin
             out["relative_margin"] = c.relative
         out["certificate"] = self.certificate
+        if self.proof is not None:
+            from .rules import proof_report
+
+            out["proof"] = proof_report(self.proof)
         finite = [m for m in self.history if not math.isnan(m)]  # an infinite margin was evaluated too
         out["search"] = {**self.settings, "evaluations": self.evaluations, "seconds": self.seconds,
                          "certify_seconds": self.certify_seconds,

@@ -31,6 +31,9 @@ def add_arguments(p):
                    help="run the shards in this many worker processes of an embedded Dask cluster, one thread "
                         "each (default 1: in this process)")
     add_scheduler(p)
+    p.add_argument("--no-proof", action="store_true",
+                   help="search without first trying to prove the claim (by the elemental Shannon inequalities and "
+                        "mdmt's lemmas, docs/claims.md): to see the tightest instance of a proved bound")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
     p.add_argument("--out", metavar="FOLDER",
                    help="write instance.json (the counterexample or tightest instance, a language file) and "
@@ -122,7 +125,7 @@ def _run(args, claim, fam, lengths, steps, processes, budget, prov) -> int:
     from mdmt.bounds.refutation.refute import search
 
     res = search(claim, fam, lengths, steps, processes, budget=budget, seed=args.seed, progress=not args.no_progress,
-                 shards=args.shards, jobs=args.jobs, scheduler=args.scheduler)
+                 shards=args.shards, jobs=args.jobs, scheduler=args.scheduler, prove=not args.no_proof)
     report = res.to_dict(reproduce=_reproduce(args, res))
     if args.out:
         _write(res, report, args.out, prov)
@@ -143,7 +146,8 @@ def _reproduce(args, res) -> dict:
     """The commands that repeat the search, and check the instance found (from the written language file)."""
     search = (f"mdmt refute --claim {_quote(args.claim)} --family {_quote(args.family)} --lengths {args.lengths} "
               f"--steps {args.steps} --processes {_quote(args.processes)} --budget {_quote(args.budget)} "
-              f"--seed {args.seed}" + (f" --shards {args.shards}" if args.shards > 1 else ""))
+              f"--seed {args.seed}" + (f" --shards {args.shards}" if args.shards > 1 else "")
+              + (" --no-proof" if args.no_proof else ""))
     out = {"search": search}
     if res.candidate is not None and args.out:
         from pathlib import Path
@@ -179,12 +183,19 @@ def _text(r: dict) -> str:
     from ._common import format_table
 
     s = r["search"]
-    lines = [f"claim: {r['claim']}",
-             f"search: {r['family']}, L in {s['lengths']}, N in {s['steps']}, processes {', '.join(s['processes'])}; "
-             f"{s['evaluations']} exact evaluations ({', '.join(f'{k} {v}' for k, v in s['phases'].items())}) in "
-             f"{s['seconds'] - s['certify_seconds']:.3g} s, {s['evaluations_per_second']:.3g}/s"
-             + (f"; certificate {s['certify_seconds']:.3g} s" if s["certify_seconds"] > 0.0005 else ""),
-             f"verdict: {r['verdict']}"]
+    lines = [f"claim: {r['claim']}"]
+    proof = r.get("proof")
+    if proof is not None:
+        lines += _proof_text(proof)
+    if proof is not None and proof["proved"]:
+        lines.append(f"verdict: {r['verdict']} at every L listed ({proof['meaning']})")
+        lines.append(f"reproduce (search): {r['reproduce']['search']}")
+        return "\n".join(lines)
+    lines += [f"search: {r['family']}, L in {s['lengths']}, N in {s['steps']}, processes {', '.join(s['processes'])}; "
+              f"{s['evaluations']} exact evaluations ({', '.join(f'{k} {v}' for k, v in s['phases'].items())}) in "
+              f"{s['seconds'] - s['certify_seconds']:.3g} s, {s['evaluations_per_second']:.3g}/s"
+              + (f"; certificate {s['certify_seconds']:.3g} s" if s["certify_seconds"] > 0.0005 else ""),
+              f"verdict: {r['verdict']}"]
     inst = r.get("instance")
     if inst is None:
         lines.append("no instance could be evaluated (every process refused every length and number of steps)")
@@ -209,3 +220,22 @@ def _text(r: dict) -> str:
     for what, command in r["reproduce"].items():
         lines.append(f"reproduce ({what}): {command}")
     return "\n".join(lines)
+
+
+def _proof_text(proof: dict) -> list:
+    """Per instance class: the proof's verdict, how it was checked and each step (multiplier, inequality, lemma), or
+    why it is not proved."""
+    lines = []
+    for c in proof["classes"]:
+        where = f"L = {c['L']}" + (f", N = {c['N']}, process {c['process']}" if "N" in c else "")
+        if c["verdict"] == "not proved":
+            lines.append(f"proof at {where}: not proved -- {c['reason']}")
+            continue
+        lines.append(f"proof at {where}: {c['verdict']}, a non-negative combination of {len(c['steps'])} "
+                     f"inequalit{'y' if len(c['steps']) == 1 else 'ies'} ({c['elemental_inequalities']:,} elemental "
+                     f"ones over {c['joint_entropies']:,} joint entropies in the LP), verified {c['verified']}; "
+                     f"the claim = sum of multiplier x inequality + {c['slack']}:")
+        for step in c["steps"]:
+            lemma = f"   [{step['lemma']}]" if step.get("lemma") else ""
+            lines.append(f"  {step['multiplier']:>8} x  {step['inequality']}{lemma}")
+    return lines
