@@ -102,6 +102,7 @@ class Budget:
             raise ValueError(f"budget: seconds must be a positive number up to {MAX_SECONDS:.0f} (7 days), "
                              f"got {seconds!r}")
         self.seconds = None if seconds is None else float(seconds)
+        self.held = 0.0  # withheld from exploring and refining, for the shrink phase (search releases it)
         self.used = 0
         self.start = time.perf_counter()
         self.bar = None  # a tqdm bar over evaluations, or over seconds
@@ -138,18 +139,29 @@ class Budget:
         """How much is used: evaluations, or seconds."""
         return self.used if self.evaluations is not None else self.elapsed()
 
+    def total(self) -> float:
+        """What may be used now: the whole budget less what is withheld (:attr:`held`)."""
+        return float(self.evaluations if self.evaluations is not None else self.seconds or 0.0) - self.held
+
     def point(self, fraction: float) -> float:
         """The position after ``fraction`` of what is left (at least one more evaluation)."""
         if self.evaluations is not None:
-            return self.used + max(1, math.ceil(fraction * (self.evaluations - self.used)))
-        return self.elapsed() + fraction * max(0.0, float(self.seconds or 0.0) - self.elapsed())
+            return self.used + max(1, math.ceil(fraction * (self.total() - self.used)))
+        return self.elapsed() + fraction * max(0.0, self.total() - self.elapsed())
+
+    def reserve(self, at_least: int = 1, fraction: float = 0.1) -> float:
+        """The part :func:`search` keeps for shrinking: ``fraction`` of the budget, at least ``at_least`` evaluations
+        (one per smaller (L, N) pair), at most half of it."""
+        if self.evaluations is not None:
+            return float(min(max(at_least, math.ceil(fraction * self.evaluations)), self.evaluations // 2))
+        return fraction * float(self.seconds or 0.0)
 
     def reached(self, point: float) -> bool:
         return self.position() >= point
 
     def spent(self) -> bool:
-        """Whether the whole budget is used."""
-        return self.reached(float(self.evaluations if self.evaluations is not None else self.seconds or 0.0))
+        """Whether the budget is used (less what is withheld)."""
+        return self.reached(self.total())
 
     def describe(self) -> str:
         return f"{self.evaluations} evaluations" if self.evaluations is not None else f"{self.seconds:g} s"
@@ -259,18 +271,26 @@ class _Search:
     def shrink(self, cand: Candidate, lengths, steps) -> Candidate:
         """A violating instance made smaller while it still violates: shorter, fewer steps, sparser rows."""
         self.phase = "shrink"
+        budget = self.budget
         try:
-            for L in sorted(set(lengths)):
-                for N in sorted(set(steps)):
-                    if (L, N) < (cand.L, cand.N):
-                        shorter = self.evaluate(cand.language, L, N, cand.process)
-                        if shorter.violates:
-                            return self.shrink(shorter, lengths, steps)
+            smaller = [(L, N) for L in sorted(set(lengths)) for N in sorted(set(steps)) if (L, N) < (cand.L, cand.N)]
+            # each smaller (L, N) is tried even where the budget is used (a violation found at its very end): at most
+            # one evaluation per pair beyond it, so that the L and N reported are the smallest that violate
+            per = 1.0 if budget.evaluations is not None else budget.elapsed() / max(budget.used, 1)
+            budget.held = min(budget.held, budget.total() + budget.held - budget.position() - len(smaller) * per)
+            for L, N in smaller:  # in order: the first that violates is the smallest
+                shorter = self.evaluate(cand.language, L, N, cand.process)
+                if shorter.violates:
+                    cand = shorter
+                    break
+            budget.held = 0.0
             return _structural_moves(self, cand, lambda c, best: c.violates and c.size() < best.size(),
                                      moves=("drop", "one-hot"))
         except _Spent:
             assert self.smallest is not None  # cand violates, so a smallest violation is on record
             return self.smallest
+        finally:
+            budget.held = 0.0
 
 
 def _margins(claim: Claim, lang, L: int, N: int, process: str, interval: int | None = None) -> tuple:
@@ -398,8 +418,9 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
 
     ``shards`` > 1 splits the search into that many independent searches (:func:`shard_seeds`), run in
     this process (``jobs`` = 1) or on a Dask cluster (:func:`mdmt.sweep.run_parts`: ``jobs`` local worker
-    processes, or the cluster at ``scheduler``): a budget of evaluations is divided among them, a time
-    budget is each one's.  The result depends on ``shards`` and ``seed``, not on ``jobs`` or the cluster:
+    processes, or the cluster at ``scheduler``): a budget of evaluations is divided among them; a time
+    budget is divided among them too where they run one after another in this process (so that the search takes
+    the time given, not K times it), and is each one's where they run in parallel.  The result depends on ``shards`` and ``seed``, not on ``jobs`` or the cluster:
     the smallest violation over the shards (else the tightest instance) is certified here.
     """
     claim = claim if isinstance(claim, Claim) else parse_claim(claim)
@@ -424,6 +445,8 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
     shards = positive_int("shards", shards)
     settings = {"lengths": lengths, "steps": steps, "processes": processes, "budget": budget.describe(),
                 "seed": seed}
+    if shards > 1 and budget.evaluations is not None and budget.evaluations < shards:  # before any proof, too
+        raise ValueError(f"a budget of {budget.evaluations} evaluations cannot be split into {shards} shards")
     proofs = None
     if prove:
         from .rules import prove_search
@@ -449,17 +472,24 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
                           unit="evaluation" if budget.evaluations else "s", dynamic_ncols=True)
     try:
         best, rounds = None, 0
-        while not budget.spent() and (best is None or not best.violates):
-            # a round: Hypothesis explores half of what is left, the refinement the rest (or until it converges);
-            # a round that evaluates nothing new (a family Hypothesis has exhausted) ends the search
-            used = budget.used
-            state.explore(lengths, steps, processes, seed + rounds, budget.point(0.5 if refine else 1.0))
-            best = state.smallest or state.best
-            if refine and best is not None and not best.violates:
-                best = state.refine(best)
-            rounds += 1
-            if budget.used == used or not refine:
+        # a tenth of the budget is withheld for shrinking a violation (so that the one reported is the smallest in
+        # L and N, however late it was found); where none is found, it is released for more rounds
+        for held in ((budget.reserve(len(set(lengths)) * len(set(steps))), 0.0) if refine else (0.0,)):
+            budget.held = held
+            while not budget.spent() and (best is None or not best.violates):
+                # a round: Hypothesis explores half of what is left, the refinement the rest (or until it converges);
+                # a round that evaluates nothing new (a family Hypothesis has exhausted) ends the search
+                used = budget.used
+                state.explore(lengths, steps, processes, seed + rounds, budget.point(0.5 if refine else 1.0))
+                best = state.smallest or state.best
+                if refine and best is not None and not best.violates:
+                    best = state.refine(best)
+                rounds += 1
+                if budget.used == used or not refine:
+                    break
+            if best is not None and best.violates:
                 break
+        budget.held = 0.0
         if best is not None and best.violates:
             best = state.shrink(best, lengths, steps) if refine else best
     finally:
@@ -519,8 +549,11 @@ def _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certif
             raise ValueError(f"a budget of {budget.evaluations} evaluations cannot be split into {shards} shards")
         q, r = divmod(budget.evaluations, shards)
         budgets = [q + (k < r) for k in range(shards)]
-    else:
-        budgets = [f"{budget.seconds}s"] * shards
+    else:  # run one after another in this process, the shards share the time; run in parallel, each has it all
+        from mdmt.sweep import scheduler_address
+
+        serial = jobs == 1 and scheduler_address(scheduler) is None
+        budgets = [f"{(budget.seconds / shards if serial else budget.seconds):.9f}s"] * shards
     t0 = time.perf_counter()
     parts = [(claim.text, fam, lengths, steps, processes, b, s, refine)
              for b, s in zip(budgets, shard_seeds(seed, shards))]

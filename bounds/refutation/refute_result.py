@@ -27,6 +27,7 @@ CERTIFY_BITS = (16, 30)  # dyadic denominators tried for the certificate
 NUMERIC_TOL = 1e-9  # a float64 margin above -NUMERIC_TOL is a tight instance, not a violation (rounding of the sides)
 VERDICTS = ("proved (Shannon-type)", "proved (lemmas)", "certified violation", "numeric violation",
             "no violation found")  # a proof: :mod:`.rules` (and :mod:`.shannon`), before any search
+UNCAPPED = ("threshold", "entropy-sum")  # processes whose number of steps N does not bound (they run until done)
 CERTIFY_COST = 100_000  # operations per (revealed state, position, step) of the rational certificate (Fractions)
 
 
@@ -66,7 +67,11 @@ class Candidate:
         return self.margin < -NUMERIC_TOL or (self.strict and self.margin <= 0)
 
     def size(self) -> tuple:
-        return instance_size(self.L, self.N, self.language)
+        """How counterexamples are ordered: shorter, fewer steps, fewer positive table entries, then the larger
+        violation (the more negative margin; not the tables' sum of -log p, which drove rows toward 2^-11 entries
+        and margins of -5e-8 where margins of -0.69 of the same size existed)."""
+        L, N, positive, _ = instance_size(self.L, self.N, self.language)
+        return (L, N, positive, self.margin)
 
 
 @dataclass
@@ -126,6 +131,10 @@ class RefuteResult:
                          "evaluations_per_second": self.evaluations_per_second, "phases": self.phases,
                          "evaluated": len(finite), "not_applicable": len(self.history) - len(finite),
                          "first_violation": self.first_violation}
+        uncapped = [p for p in self.settings.get("processes", ()) if str(p).partition(":")[0] in UNCAPPED]
+        if uncapped:
+            out["search"]["note"] = (f"N does not limit {', '.join(uncapped)}: these rules reveal until every position "
+                                     "is revealed, however many steps that takes (N is recorded, not used)")
         if reproduce:
             out["reproduce"] = reproduce
         return out

@@ -25,7 +25,9 @@ def add_arguments(p):
     add_seed(p)
     p.add_argument("--shards", type=integer, default=1,
                    help="split the search into this many independent searches (their seeds spawned from --seed; "
-                        "a budget of evaluations is divided among them, a time budget is each one's); the result "
+                        "a budget of evaluations is divided among them; a time budget is each one's when they run in "
+                        "parallel (--jobs J > 1, --scheduler) and divided among them when they run one after another "
+                        "in this process); the result "
                         "depends on --shards and --seed only (default 1)")
     p.add_argument("--jobs", type=integer, default=1,
                    help="run the shards in this many worker processes of an embedded Dask cluster, one thread "
@@ -172,7 +174,8 @@ def _write(res, report: dict, out: str, prov: dict) -> None:
     if res.candidate is not None:
         save_language(res.candidate.language, folder / "instance.json", name=INSTANCE_NAME,
                       metadata={"claim": res.claim, "verdict": res.verdict, "L": res.candidate.L,
-                                "N": res.candidate.N, "process": res.candidate.process})
+                                "N": res.candidate.N, "process": res.candidate.process,
+                                **({"interval": res.interval} if res.interval is not None else {})})
     write_text(folder / "refute.json", json.dumps(clean({**report, "provenance": prov}), indent=1, allow_nan=False)
                + "\n")
 
@@ -196,6 +199,8 @@ def _text(r: dict) -> str:
               f"{s['seconds'] - s['certify_seconds']:.3g} s, {s['evaluations_per_second']:.3g}/s"
               + (f"; certificate {s['certify_seconds']:.3g} s" if s["certify_seconds"] > 0.0005 else ""),
               f"verdict: {r['verdict']}"]
+    if s.get("note"):
+        lines.insert(-1, f"note: {s['note']}")
     inst = r.get("instance")
     if inst is None:
         lines.append("no instance could be evaluated (every process refused every length and number of steps)")
