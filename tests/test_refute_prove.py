@@ -205,21 +205,34 @@ def test_lemma_b8_needs_an_ngram_and_fixed_partition_needs_a_fixed_order():
         assert not isinstance(prove_claim("E_TC <= KL", 4, N=2, process=process, V=2), Proof), process
 
 
-def test_the_lemmas_hold_on_mdmts_own_evaluations():
-    """Each lemma's fact, on the exact quantities of a 3-gram at L = 4, N = 2 for every kind of process: KL <= E_TC,
-    E_TC <= TC, E_TC <= log(V) E_D, SER <= 1 - exp(-KL), and KL = E_TC for the fixed orders (to rounding)."""
-    from mdmt.bounds.refutation.quantities import instance_quantities
-    from mdmt.constructions.languages import random_ngram
+def test_every_fact_the_lemma_base_uses_holds_on_mdmts_own_evaluations():
+    """Each fact the prover may use (rules._facts: its coefficients and constant, as the LP reads them), evaluated on
+    the exact quantities of a 3-gram at L = 4, N = 2 for every kind of process, with the joint entropies of the
+    language's own subsets: KL <= E_TC, E_TC <= TC, E_TC <= log(V) E_D, H(X_i) <= log V, KL = E_TC for the fixed
+    orders, ... (to rounding)."""
+    import sympy as sp
 
-    for seed in (1,):
-        lang = random_ngram(3, 2, 0.5, 0.0, seed=seed)
-        for process in ("iid", "uniform", "random:tc", "confidence", "margin", "entropy", "threshold:0.5",
-                        "entropy-sum:0.5", "stride", "blocks"):
-            q = instance_quantities(lang, 4, process, 2)
-            assert q["KL"] <= q["E_TC"] + 1e-12 and q["E_TC"] <= q["TC"] + 1e-12, process
-            assert q["E_TC"] <= math.log(2) * q["E_D"] + 1e-12 and q["SER"] <= 1 - math.exp(-q["KL"]) + 1e-12
-            if process in ("stride", "blocks"):
-                assert q["KL"] == pytest.approx(q["E_TC"], abs=1e-12)
+    from mdmt.bounds.refutation.quantities import instance_quantities
+    from mdmt.bounds.refutation.rules import _facts
+    from mdmt.constructions.languages import random_ngram
+    from mdmt.constructions.reverse.chain import subset_entropies
+    from mdmt.constructions.reverse.tables import build_tables
+
+    lang = random_ngram(3, 2, 0.5, 0.0, seed=1)
+    HW = subset_entropies(build_tables(lang, 4))
+    names = {"KL", "E_TC", "E_D", "SER", "P_distinct"}
+    used = set()
+    for process in ("iid", "uniform", "random:tc", "confidence", "margin", "entropy", "threshold:0.5",
+                    "entropy-sum:0.5", "stride", "blocks"):
+        q = instance_quantities(lang, 4, process, 2)
+        q.setdefault("P_distinct", 0.5)  # (i.i.d. steps on the interval HMM only: any probability)
+        for fact in _facts(4, process, 2, True, names):
+            value = float(sp.sympify(fact.constant)) + sum(
+                float(sp.sympify(c)) * (HW[v] if isinstance(v, int) else q[v]) for v, c in fact.coeffs.items())
+            assert value >= -1e-12, (process, fact.text)
+            used.add(fact.lemma)
+    assert used == {"kl-nonnegative", "trajectory-dpi", "fixed-partition", "chain-rule", "lemma-B.8", "tc-nonnegative",
+                    "alphabet", "ser-range"}  # ser-kl is not linear: the lemma-base test proves with it
 
 
 def test_a_claim_proved_for_some_processes_only_is_searched_and_reports_each():
