@@ -354,8 +354,8 @@ def verify(target: dict, constant, strict: bool, combination: list):
     if not ok:
         sign = "positive" if strict else "non-negative"
         if combination and any(row[2] for _, row in combination):
-            return (f"not covered by the rules: the best non-negative combination of the elemental inequalities and "
-                    f"the lemmas leaves the constant {slack}, which is not {sign}")
+            return (f"not covered by the rules: no non-negative combination of the lemmas and the elemental "
+                    f"inequalities reaches it (the best falls short by the constant {-slack})")
         return (f"not Shannon-type: the entropy terms are a Shannon-type combination, but the constant ({slack}) is "
                 f"not {sign}: at a deterministic distribution (every entropy 0) the claim fails")
     steps = [(y, row[1], row[2]) for y, row in combination]
