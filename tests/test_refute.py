@@ -96,10 +96,12 @@ def test_the_seed_means_the_same_search_in_any_process():
     import subprocess
     import sys
 
-    call = 'search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=60, seed=11, certify=False, prove=False)'
+    call = ('search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=60, seed=11, certify=False, '
+            'prove=False)')
     code = f"import json\nfrom mdmt.bounds.refutation.refute import search\nprint(json.dumps({call}.history))"
     fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
-    here = search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=60, seed=11, certify=False, prove=False).history
+    here = search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=60, seed=11, certify=False,
+                  prove=False).history
     assert json.loads(fresh.stdout) == here
 
 

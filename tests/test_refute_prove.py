@@ -274,7 +274,8 @@ def test_the_printed_instance_check_re_establishes_the_verdict_for_every_family_
     rc, again, err = _run(capsys, *argv, "--json", "--no-proof")
     assert rc == 0, err
     rerun = json.loads(again)
-    assert rerun["verdict"] == "certified violation" and rerun["certificate"]["margin"] == report["certificate"]["margin"]
+    assert rerun["verdict"] == "certified violation"
+    assert rerun["certificate"]["margin"] == report["certificate"]["margin"]
 
 
 def test_the_shrink_phase_has_budget_for_a_violation_found_at_the_end():

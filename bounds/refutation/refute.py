@@ -420,8 +420,8 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
     this process (``jobs`` = 1) or on a Dask cluster (:func:`mdmt.sweep.run_parts`: ``jobs`` local worker
     processes, or the cluster at ``scheduler``): a budget of evaluations is divided among them; a time
     budget is divided among them too where they run one after another in this process (so that the search takes
-    the time given, not K times it), and is each one's where they run in parallel.  The result depends on ``shards`` and ``seed``, not on ``jobs`` or the cluster:
-    the smallest violation over the shards (else the tightest instance) is certified here.
+    the time given, not K times it), and is each one's where they run in parallel.  The result depends on
+    ``shards`` and ``seed``, not on ``jobs`` or the cluster (for a budget of evaluations): the smallest violation over the shards (else the tightest instance) is certified here.
     """
     claim = claim if isinstance(claim, Claim) else parse_claim(claim)
     fam = family if isinstance(family, Family) else family_of(family)

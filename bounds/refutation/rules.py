@@ -1,5 +1,5 @@
-"""Proofs of claims by mechanical steps: a claim linear in its quantities, the elemental Shannon inequalities and a small
-base of documented lemmas about the reverse process, combined by one linear program (:func:`.shannon.prove`).
+"""Proofs of claims by mechanical steps: a claim linear in its quantities, the elemental Shannon inequalities and a
+small base of documented lemmas about the reverse process, combined by one linear program (:func:`.shannon.prove`).
 
 A claim (:mod:`.claims`) is read at one instance *class* -- a length L, a number of steps N, a reverse process and
 the family's vocabulary size V (and order n, interval length l) -- with those numbers substituted and ``eps = 0``

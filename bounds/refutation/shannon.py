@@ -1,4 +1,4 @@
-"""Proofs of linear information inequalities: the elemental Shannon inequalities, a linear program, an exact certificate.
+"""Proofs of linear information inequalities: the elemental Shannon inequalities, a linear program, its exact check.
 
 A linear inequality over the joint entropies of L random variables, ``sum_A a_A H(X_A) + c >= 0``, holds for every
 joint distribution on any alphabets when it is a non-negative combination of the **elemental inequalities**
