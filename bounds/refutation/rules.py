@@ -303,8 +303,13 @@ def prove_search(claim: Claim, fam, lengths, steps, processes) -> dict:
     units = ([(L, None, None) for L in sorted(set(lengths))] if pure else
              [(L, N, p) for L in sorted(set(lengths)) for N in sorted(set(steps)) for p in processes])
     classes = []
+    fixed = {p for p in processes if p.partition(":")[0] in FIXED_PARTITION}
+    seen: dict = {}  # the same LP is solved once: N matters only where the claim names it, the process only by its facts
     for L, N, process in units:
-        result = prove_claim(claim, L, N, process, fam.n_symbols, n, fam.interval, ngram)
+        key = (L, N if "N" in claim.quantities else None, process in fixed)
+        if key not in seen:
+            seen[key] = prove_claim(claim, L, N, process, fam.n_symbols, n, fam.interval, ngram)
+        result = seen[key]
         classes.append({"L": L, **({} if pure else {"N": N, "process": process}), "result": result})
     proofs = [c["result"] for c in classes if isinstance(c["result"], Proof)]
     kind = ("lemmas" if any(p.kind == "lemmas" for p in proofs) else "Shannon-type") if proofs else None

@@ -191,7 +191,7 @@ def _text(r: dict) -> str:
     if proof is not None:
         lines += _proof_text(proof)
     if proof is not None and proof["proved"]:
-        lines.append(f"verdict: {r['verdict']} at every L listed ({proof['meaning']})")
+        lines.append(f"verdict: {r['verdict']}: {proof['meaning']}")
         lines.append(f"reproduce (search): {r['reproduce']['search']}")
         return "\n".join(lines)
     lines += [f"search: {r['family']}, L in {s['lengths']}, N in {s['steps']}, processes {', '.join(s['processes'])}; "
