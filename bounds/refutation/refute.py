@@ -1,14 +1,16 @@
 """Search for a counterexample to a claim over a family of languages, and certify what it finds.
 
-:func:`search` runs three phases on instances (a language of the family, :mod:`.families`; a length
-L; a number of steps N; a reverse process), each instance's margin computed with mdmt's exact
-evaluators (:func:`~.quantities.instance_quantities`):
+:func:`search` first tries to prove the claim (:func:`~.rules.prove_search`: by the elemental Shannon inequalities
+and mdmt's lemmas, checked exactly); where every length (or every length, number of steps and process) is proved,
+that is the verdict and nothing is searched.  Otherwise it runs three phases on instances (a language of the family,
+:mod:`.families`; a length L; a number of steps N; a reverse process), each instance's margin computed with mdmt's
+exact evaluators (:func:`~.quantities.instance_quantities`):
 
 1. **explore**: Hypothesis draws instances as integer codes and is steered toward small relative
    margins by :func:`hypothesis.target`.  On a violation it shrinks (families of at most
    :data:`~.families.SHRINK_ENTRIES` table entries; larger ones by the moves below): the instance reported is the
-   smallest one found that still violates (:func:`~.families.instance_size`: shortest, fewest
-   steps, sparsest tables);
+   smallest one found that still violates (:meth:`~.refute_result.Candidate.size`: shortest, fewest
+   steps, sparsest tables, then the larger violation);
 2. **refine** (no violation yet): the tightest instance is moved by structural moves toward
    sparse and deterministic rows and back (drop a row's smallest entry, make a row one-hot at its
    largest, sharpen a row to p^2, soften it to p^(1/2), flatten it on its support, mix it with the
@@ -27,7 +29,10 @@ which are therefore never reported as tight.  A violation is decided on the marg
 The budget is a number of margin evaluations (``200``) or a time (``30s``, ``5m``).  The search runs
 in rounds until the budget is used or a violation is found: a round explores with half of what
 is left (Hypothesis seeded with ``seed`` + the round's index) and refines with the rest or until
-the refinement converges; a violation found while exploring may use the rest to shrink.  Given
+the refinement converges; a violation found while exploring may use the rest to shrink.  A tenth of
+the budget (at least one evaluation per (L, N) pair, at most half) is withheld from the rounds for the shrink
+phase, and released for more rounds where no violation is found; the shrink phase tries every smaller (L, N)
+even where the budget is used (at most one evaluation per pair beyond it).  Given
 a budget of evaluations and a seed, the search is deterministic: the same instances, the same
 result.
 """

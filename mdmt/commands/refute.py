@@ -1,4 +1,5 @@
-"""``mdmt refute``: search a family of languages for a counterexample to a claim, and certify what it finds."""
+"""``mdmt refute``: prove a claim where a proof is mechanical (:mod:`mdmt.bounds.refutation.rules`), else search a
+family of languages for a counterexample to it, and certify what it finds."""
 
 from ._common import (add_force, add_json, add_scheduler, add_seed, add_steps, at_least, int_list, integer, name_list,
                       print_json, scheduler_of)
