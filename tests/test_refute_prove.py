@@ -133,10 +133,10 @@ def test_what_is_proved_holds_on_random_joint_laws(claim):
 
 def test_a_tampered_certificate_is_refused_by_the_exact_check():
     """The LP only proposes: shift one multiplier by 1/7, or drop one step, and the exact check refuses the proof."""
-    from mdmt.bounds.refutation.shannon import _add, elemental, entropic_form, prove, verify
+    from mdmt.bounds.refutation.shannon import add_forms, elemental, entropic_form, prove, verify
 
     L = 4
-    target = _add({k: 3 * v for k, v in entropic_form("TC", L).items()}, entropic_form("DTC", L), -1)
+    target = add_forms({k: 3 * v for k, v in entropic_form("TC", L).items()}, entropic_form("DTC", L), -1)
     proof = prove(target, L)
     rows = {e.text: (1, e.text, "", dict(e.coeffs), 0) for e in elemental(L)}
     combination = [(y, rows[text]) for y, text, _ in proof.steps]
@@ -197,8 +197,13 @@ def test_the_lemma_base_proves_what_follows_and_nothing_else(claim, process, pro
 
 
 def test_lemma_b8_needs_an_ngram_and_fixed_partition_needs_a_fixed_order():
+    """And a quantity the instances do not have is never proved about (P_distinct >= 0 of an n-gram)."""
     from mdmt.bounds.refutation.rules import prove_claim
     from mdmt.bounds.refutation.shannon import Proof
+
+    assert isinstance(prove_claim("P_distinct >= 0", 3, N=2, process="iid", V=4, l=3), Proof)
+    assert prove_claim("P_distinct >= 0", 3, N=2, process="iid", V=2, ngram=True).reason.endswith("interval HMM only")
+    assert "n-gram languages only" in prove_claim("E_D >= 0", 3, N=2, process="iid", V=2).reason
 
     assert not isinstance(prove_claim("KL <= log(V) * E_D", 4, N=2, process="iid", V=2, ngram=False), Proof)
     for process in ("uniform", "confidence", "random:tc"):

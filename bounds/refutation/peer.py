@@ -12,7 +12,7 @@ which ``tests/test_shannon_peer.py`` and ``benchmarks/shannon_peer.py`` compare.
 
 from __future__ import annotations
 
-from .shannon import Proof, _add, conditional_entropy, entropic_form, mutual_information, prove
+from .shannon import Proof, add_forms, conditional_entropy, entropic_form, mutual_information, prove
 
 
 def _h(A, C=()):
@@ -69,10 +69,10 @@ def form(terms, L: int) -> dict:
     out: dict = {}
     for term in terms:
         if isinstance(term[0], str):  # ("TC", c): c times a named quantity
-            out = _add(out, entropic_form(term[0], L), term[1])
+            out = add_forms(out, entropic_form(term[0], L), term[1])
             continue
         c, A, B, C = term
-        out = _add(out, conditional_entropy(A, C) if B is None else mutual_information(A, B, C), c)
+        out = add_forms(out, conditional_entropy(A, C) if B is None else mutual_information(A, B, C), c)
     return out
 
 

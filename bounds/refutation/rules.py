@@ -245,6 +245,10 @@ def prove_claim(claim: str | Claim, L: int, N: int | None = None, process: str |
     missing = [q for q in ("N", "V", "n", "l") if q in claim.quantities and constants.get(q) is None]
     if missing:
         return NotProved(L, f"not covered by the rules: {', '.join(missing)} is not fixed by the family")
+    if "E_D" in claim.quantities and not ngram:  # a quantity the instances do not have is never proved about
+        return NotProved(L, "not covered by the rules: E_D applies to n-gram languages only")
+    if "P_distinct" in claim.quantities and (l is None or str(process).partition(":")[0] != "iid"):
+        return NotProved(L, "not covered by the rules: P_distinct applies to i.i.d. steps on the interval HMM only")
     first = []
     try:
         reduced = None if pure else _ser_kl(claim, constants)

@@ -110,15 +110,16 @@ def entropic_form(name: str, L: int) -> dict:
     if name == "H":
         return {full: 1}
     if name == "TC":  # sum_i H(X_i) - H(X)
-        return _add(singles, {full: -1})
+        return add_forms(singles, {full: -1})
     if name == "DTC":  # H(X) - sum_i H(X_i | X_-i) = sum_i H(X_-i) - (L - 1) H(X)
-        return _add({full ^ (1 << i): 1 for i in range(L) if full ^ (1 << i)}, {full: -(L - 1)})
+        return add_forms({full ^ (1 << i): 1 for i in range(L) if full ^ (1 << i)}, {full: -(L - 1)})
     if name == "sum_MI":  # TC + DTC
-        return _add(entropic_form("TC", L), entropic_form("DTC", L))
+        return add_forms(entropic_form("TC", L), entropic_form("DTC", L))
     raise ValueError(f"{name!r} is not a quantity linear in the joint entropies ({', '.join(ENTROPIC)})")
 
 
-def _add(a: dict, b: dict, scale=1) -> dict:
+def add_forms(a: dict, b: dict, scale=1) -> dict:
+    """a + scale * b, two linear forms {variable: coefficient} (zeros dropped)."""
     out = dict(a)
     for k, v in b.items():
         out[k] = out.get(k, 0) + scale * v
@@ -138,12 +139,12 @@ def entropy(*sets) -> dict:
 
 def conditional_entropy(A, C=()) -> dict:
     """H(X_A | X_C) = H(X_{A u C}) - H(X_C)."""
-    return _add(entropy(A, C), entropy(C), -1)
+    return add_forms(entropy(A, C), entropy(C), -1)
 
 
 def mutual_information(A, B, C=()) -> dict:
     """I(X_A; X_B | X_C) = H(X_{AC}) + H(X_{BC}) - H(X_{ABC}) - H(X_C)."""
-    return _add(_add(entropy(A, C), entropy(B, C)), _add(entropy(A, B, C), entropy(C)), -1)
+    return add_forms(add_forms(entropy(A, C), entropy(B, C)), add_forms(entropy(A, B, C), entropy(C)), -1)
 
 
 # ----------------------------------------------------------------------------- the LP and its certificate
