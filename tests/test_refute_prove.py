@@ -321,3 +321,14 @@ def test_a_time_budget_is_divided_among_shards_run_in_this_process():
     res = search("KL <= TC", "ngram:n=2,V=2", (3,), (2,), ("iid",), budget="1s", seed=0, shards=2, jobs=1,
                  prove=False)
     assert time.perf_counter() - t0 < 1.9 and res.evaluations >= 2
+
+
+def test_multipliers_that_rounding_misses_are_solved_exactly_on_the_lp_support(monkeypatch):
+    """With the rounding made useless (denominators up to 1), the multipliers 1/3 of (DTC <= 2 TC) / 3 at L = 3 come
+    from the exact solve on the LP's support (fmpq_mat): I(X1; X2) + I(X1; X3) + I(X2; X3), each times 1/3."""
+    from mdmt.bounds.refutation import shannon
+    from mdmt.bounds.refutation.rules import prove_claim
+
+    monkeypatch.setattr(shannon, "LIMIT_DENOMINATOR", 1)
+    proof = prove_claim("DTC / 3 <= (L - 1) * TC / 3", 3)
+    assert isinstance(proof, shannon.Proof) and {y for y, _, _ in proof.steps} == {Fraction(1, 3)}
