@@ -13,8 +13,9 @@ proved when it is a non-negative combination of
 
 checked exactly (:func:`.shannon.verify`).  A proof that uses only elemental inequalities and a claim over
 H, TC, DTC, sum_MI and L alone is ``proved (Shannon-type)``: it holds for every distribution of L random variables
-on any alphabet, not only for the family searched.  A proof that uses a lemma is ``proved (lemmas)``: it holds for
-every language of the family at that L, N and process, with the oracle denoiser.  The steps are listed, each with its
+on any alphabet, not only for the family searched.  A proof of any other claim (one that uses a lemma, or reads N, V,
+n, l or eps) is ``proved (lemmas)``: it holds for every language of the family at that L, N and process, with the
+oracle denoiser.  The steps are listed, each with its
 multiplier, inequality and lemma.
 
 One claim shape is not linear but monotone: ``SER <= 1 - exp(-E)`` (Lemma ``ser-kl``) reduces to ``KL <= E``.
@@ -271,7 +272,7 @@ def prove_claim(claim: str | Claim, L: int, N: int | None = None, process: str |
     result = prove(target, L, constant, claim.strict, facts)
     if isinstance(result, Proof):
         result.steps = first + result.steps
-        if first:
+        if not pure:  # read at an instance class (L, N, V, ... substituted): never a statement about every distribution
             result.kind = "lemmas"
     elif not pure and not any(isinstance(k, str) for k in target):
         result.reason = result.reason.replace(" and the lemmas", "")
