@@ -91,7 +91,7 @@ def test_dtc_below_l_minus_1_tc_is_proved_at_each_length_with_a_certificate_chec
 def test_a_false_shannon_type_claim_is_not_proved_and_is_refuted_with_a_certificate():
     """DTC <= TC fails for X3 = X1 xor X2 (TC = log 2, DTC = 2 log 2): the LP finds no proof, the search a certified
     counterexample, as before."""
-    res = search("DTC <= TC", "ngram:n=3,V=2", (3,), (1,), ("iid",), budget=40, seed=0)
+    res = search("DTC <= TC", "ngram:n=3,V=2", (3,), (1,), ("iid",), budget=12, seed=0)
     assert res.proof["classes"][0]["result"].reason.startswith("not Shannon-type")
     assert res.verdict == "certified violation" and res.certificate["margin"][1] < 0
 
