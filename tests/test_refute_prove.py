@@ -332,3 +332,15 @@ def test_multipliers_that_rounding_misses_are_solved_exactly_on_the_lp_support(m
     monkeypatch.setattr(shannon, "LIMIT_DENOMINATOR", 1)
     proof = prove_claim("DTC / 3 <= (L - 1) * TC / 3", 3)
     assert isinstance(proof, shannon.Proof) and {y for y, _, _ in proof.steps} == {Fraction(1, 3)}
+
+
+def test_the_verify_rows_of_proofs_hold_and_catch_a_checker_that_accepts_anything(monkeypatch):
+    """Family RF of mdmt verify: the hand-written certificate of DTC <= 2 TC at L = 3 is accepted, one with a halved
+    multiplier refused, the elemental inequalities counted; an exact check that accepts everything fails a row."""
+    from mdmt.bounds.refutation import shannon
+    from mdmt.bounds.verification.checks_refute import _proof_rows
+
+    rows = _proof_rows()
+    assert len(rows) == 3 and all(r.holds for r in rows)
+    monkeypatch.setattr(shannon, "verify", lambda *args: shannon.Proof(3, {}, 0, False, [], 0, "fmpq"))
+    assert [r.holds for r in _proof_rows()] == [True, False, True]
