@@ -2,17 +2,18 @@
 
     python benchmarks/refute.py [--seeds 5] [--out docs/results/refute.md] [--docs docs/refute.md]
 
-1. Every conjecture of :data:`mdmt.bounds.refutation.conjectures.CONJECTURES` is searched with its stated budget
-   and seed: verdict, the certified margin or the tightest instance, evaluations, time, evaluations
-   per second, and the command that reproduces it.
+1. Every conjecture of :data:`mdmt.bounds.refutation.conjectures.CONJECTURES` is first proved where it can be
+   (docs/claims.md, "Proofs"), else searched with its stated budget and seed: verdict, how it is settled (the
+   proof, the certificate, or why it stays open), the certified margin or the tightest instance, evaluations,
+   time, evaluations per second, and the command that reproduces it.
 2. Rediscovery: each known failure (Li & Cai under top-k confidence, ParallelBench for random
    partitions, the halved chain bound) is searched with ``--seeds`` seeds; the report gives the
    median evaluations and seconds to the first violation and to the certificate and the size of
    the counterexample, beside a plain random search with the same budget (languages of
    Algorithms 1/2 with a random temperature and pruning threshold; no steering, refinement or
    shrinking).
-3. Tightness: for each conjecture no search refutes, the smallest relative margin found
-   (0 = attained), beside the plain random search's with the same budget.
+3. Tightness: for each conjecture no search refutes (proved ones included: searched with ``prove=False``), the
+   smallest relative margin found (0 = attained), beside the plain random search's with the same budget.
 
 Every search is run once before the timed runs (numba compiles each process's kernels once per
 machine; the first search of a process pays for it).
@@ -59,15 +60,46 @@ def _instance_cell(res) -> str:
     return "n/a" if c is None else f"L = {c.L}, N = {c.N}, {c.process}; {describe_language(c.language)}"
 
 
+def _how_cell(res) -> str:
+    """How a row is settled: the proof (its kind, its steps or lemmas per class), the certificate, or why it is open."""
+    from mdmt.bounds.refutation.shannon import Proof
+
+    proof = res.proof
+    if res.verdict.startswith("proved"):
+        classes = proof["classes"]
+        if proof["shannon_type"]:
+            counts = ", ".join(f"{len([s for s in c['result'].steps if not s[2]])} at L = {c['L']}" for c in classes)
+            return f"LP over the elemental inequalities, exact certificate: {counts} inequalities combined"
+        lemmas = sorted({s[2] for c in classes for s in c["result"].steps if s[2]})
+        return (f"lemmas {', '.join(lemmas)} (+ elemental inequalities where used), exact certificate, at all "
+                f"{len(classes)} (L, N, process)")
+    if res.verdict == "certified violation":
+        return "certified counterexample (the claim is not proved at its class: " + _open_reason(proof) + ")"
+    if proof is not None and any(isinstance(c["result"], Proof) for c in proof["classes"]):
+        done = [c for c in proof["classes"] if isinstance(c["result"], Proof)]
+        return f"open: proved at {len(done)} of {len(proof['classes'])} classes; elsewhere {_open_reason(proof)}"
+    return "open: " + _open_reason(proof)
+
+
+def _open_reason(proof) -> str:
+    from mdmt.bounds.refutation.shannon import Proof
+
+    if proof is None:
+        return "no proof attempted"
+    reasons = [c["result"].reason for c in proof["classes"] if not isinstance(c["result"], Proof)]
+    first = reasons[0].split(":")[0] if reasons else "?"
+    return first + (" -- " + reasons[0].split(":", 1)[1].strip().split(" (")[0] if ":" in reasons[0] else "")
+
+
 def table() -> tuple[list[str], list]:
-    lines = ["| conjecture | claim | source | verdict | margin | instance | evaluations | seconds | eval/s |",
-             "| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: |"]
+    lines = ["| conjecture | claim | source | verdict | how | margin | instance | evaluations | seconds | eval/s |",
+             "| --- | --- | --- | --- | --- | --- | --- | ---: | ---: | ---: |"]
     results = []
     for c in CONJECTURES:
         res = search(c.claim, **c.search_arguments())
         results.append((c, res))
-        lines.append(f"| `{c.name}` | `{c.claim}` | {c.source} | **{res.verdict}** | {_margin_cell(res)} | "
-                     f"{_instance_cell(res)} | {res.evaluations} | {res.seconds:.2f} | "
+        lines.append(f"| `{c.name}` | `{c.claim}` | {c.source} | **{res.verdict}** | {_how_cell(res)} | "
+                     f"{_margin_cell(res)} | {_instance_cell(res)} | {res.evaluations} | {res.seconds:.2f} | "
                      f"{res.evaluations_per_second:.0f} |")
         print(f"{c.name}: {res.verdict} ({res.seconds:.1f} s)", file=sys.stderr)
     lines += ["", "Commands (each reproduces its row; add `--out FOLDER` for the language file and the JSON "
@@ -155,7 +187,7 @@ def tightness(seeds: int) -> list[str]:
     for c in CONJECTURES:
         ours, theirs = [], []
         for seed in range(seeds):
-            res = search(c.claim, **{**c.search_arguments(), "seed": seed}, certify=False)
+            res = search(c.claim, **{**c.search_arguments(), "seed": seed}, certify=False, prove=False)
             if res.verdict != "no violation found" or res.candidate is None:
                 break
             ours.append(res.candidate.relative)
@@ -181,7 +213,7 @@ def main(argv=None) -> int:
              f"{prov['machine'].get('cpu', '?')} ({prov['machine'].get('cores', '?')} cores), {prov['started']}.", "",
              "## Conjectures", ""]
     for c in CONJECTURES:  # compile the kernels each process uses before anything is timed
-        search(c.claim, **{**c.search_arguments(), "budget": 2}, certify=False)
+        search(c.claim, **{**c.search_arguments(), "budget": 2}, certify=False, prove=False)
     rows, _ = table()
     lines += rows
     produced = lines[2]

@@ -27,8 +27,10 @@ def test_it_rediscovers_parallelbench_for_random_partitions_and_certifies_it():
     mixture of partitions of i.i.d. steps; budget stated: 40 evaluations on binary 2-grams at L = 2, 3, N = 2."""
     res = search("E_TC <= KL", "ngram:n=2,V=2", (2, 3), (2,), ("iid",), budget=40, seed=0)
     assert res.verdict == "certified violation" and res.certificate["margin"][1] < 0 and res.candidate.L == 2
-    fixed = search("E_TC <= KL", "ngram:n=2,V=2", (3,), (2,), ("stride",), budget=20, seed=0)
+    fixed = search("E_TC <= KL", "ngram:n=2,V=2", (3,), (2,), ("stride",), budget=20, seed=0, prove=False)
     assert fixed.verdict == "no violation found" and abs(fixed.candidate.margin) <= NUMERIC_TOL  # attained
+    # and for one fixed partition it is a lemma (KL = E_TC, docs/claims.md): proved without a search
+    assert search("E_TC <= KL", "ngram:n=2,V=2", (3,), (2,), ("stride",), budget=20).verdict == "proved (lemmas)"
 
 
 def test_a_seeded_wrong_constant_is_found_and_certified():
@@ -42,15 +44,17 @@ def test_a_seeded_wrong_constant_is_found_and_certified():
     (LI_CAI, "ngram:n=3,V=2", ("uniform",)),  # inside Li & Cai's assumption
 ])
 def test_a_true_bound_is_never_refuted_and_the_tightest_instance_is_reported(claim, family, processes):
-    res = search(claim, family, (4,), (1, 2), processes, budget=24, seed=1)
+    res = search(claim, family, (4,), (1, 2), processes, budget=24, seed=1, prove=False)  # the search itself
     assert res.verdict == "no violation found" and res.evaluations == 24
     assert res.candidate.margin >= -NUMERIC_TOL  # at worst a tight instance, up to the rounding of the two sides
     assert 0 <= res.candidate.relative <= 1
 
 
 def test_the_search_is_deterministic_given_a_seed():
-    b = search("KL <= TC", "hmm:S=2,V=2", (3,), (2,), ("iid", "confidence"), budget=10, seed=5, certify=False)
-    c = search("KL <= TC", "hmm:S=2,V=2", (3,), (2,), ("iid", "confidence"), budget=10, seed=5, certify=False)
+    b = search("KL <= TC", "hmm:S=2,V=2", (3,), (2,), ("iid", "confidence"), budget=10, seed=5, certify=False,
+               prove=False)
+    c = search("KL <= TC", "hmm:S=2,V=2", (3,), (2,), ("iid", "confidence"), budget=10, seed=5, certify=False,
+               prove=False)
     assert b.history == c.history and b.candidate.margin == c.candidate.margin and len(b.history) == 10
     with pytest.raises(ClaimError, match="needs the quantities E_D"):  # an HMM has no separators: no E_D
         search(CHAIN, "hmm:S=2,V=2", (3,), (2,), ("iid",), budget=4, seed=5)
@@ -92,10 +96,12 @@ def test_the_seed_means_the_same_search_in_any_process():
     import subprocess
     import sys
 
-    call = 'search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=60, seed=11, certify=False)'
+    call = ('search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=60, seed=11, certify=False, '
+            'prove=False)')
     code = f"import json\nfrom mdmt.bounds.refutation.refute import search\nprint(json.dumps({call}.history))"
     fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
-    here = search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=60, seed=11, certify=False).history
+    here = search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=60, seed=11, certify=False,
+                  prove=False).history
     assert json.loads(fresh.stdout) == here
 
 
@@ -112,7 +118,7 @@ def test_the_seed_means_the_same_search_beside_any_loaded_module(tmp_path):
     literals = ", ".join(str(1000 + 7919 * i) for i in range(600))  # in the range of the drawn seeds
     (tmp_path / "user_module.py").write_text(f"CONSTANTS = [{literals}]\n")
     call = ('search("KL <= TC", "ngram:n=2,V=2", (3, 4), (1, 2), ("iid",), budget=200, seed=11, certify=False, '
-            'refine=False)')
+            'refine=False, prove=False)')
     fresh = f"import json\nfrom mdmt.bounds.refutation.refute import search\nprint(json.dumps({call}.history))"
     runs = []
     for code in (fresh, "import user_module\n" + fresh):

@@ -59,10 +59,10 @@ def test_a_true_bound_reports_its_tightest_instance_attained(capsys):
     """The chain bound of Lemma B.9 in total form is attained by a copying 2-gram revealed at once (KL = (L - 1)
     log 2 = log|V| E[sum_j D_j]): the search reports a relative margin of 0 and no violation."""
     rc, text, err = _run(capsys, "--claim", "KL <= L * eps + log(V) * E_D", "--family", "ngram:n=2,V=2",
-                         "--lengths", "3,4", "--steps", "1,2", "--budget", "120", "--json")
+                         "--lengths", "3,4", "--steps", "1,2", "--budget", "120", "--json", "--no-proof")
     assert rc == 0, err
     r = json.loads(text)
-    assert r["verdict"] == "no violation found" and r["certificate"] is None
+    assert r["verdict"] == "no violation found" and r["certificate"] is None and "proof" not in r
     assert abs(r["relative_margin"]) < 1e-9 and r["margin"] >= -1e-9
     assert r["quantities"]["KL"] == pytest.approx(np.log(2) * r["quantities"]["E_D"], abs=1e-9)
     assert r["search"]["evaluations"] == 120 and sum(r["search"]["phases"].values()) == 120
@@ -91,7 +91,7 @@ def test_perturbations_of_a_language_start_from_the_language_itself():
 def test_a_time_budget_stops_on_time():
     """A true bound searched for 1 s: the search runs until the time is used (not less), then stops within the
     evaluation in progress (generous bounds: a shared CI machine is slow)."""
-    res = search("KL <= TC", "ngram:n=2,V=2", (3,), (2,), ("iid",), budget="1s", seed=0)
+    res = search("KL <= TC", "ngram:n=2,V=2", (3,), (2,), ("iid",), budget="1s", seed=0, prove=False)
     assert res.evaluations >= 1 and 1.0 <= res.seconds < 10 and res.settings["budget"] == "1 s"
 
 

@@ -1,8 +1,9 @@
 """A catalogue of conjectured bounds for :func:`mdmt.refute`: the bounds of the papers in the atlas, the paper's own
 chain bound, a seeded wrong constant, and questions of mdmt's own making, each with the search that settles it.
 
-The verdicts are not written here: ``benchmarks/refute.py`` runs every search and writes the table of
-docs/results/refute.md (verdict, certificate or tightest instance, evaluations, time, the command).
+The verdicts are not written here: ``benchmarks/refute.py`` runs every search (each first tries a proof,
+:func:`~.rules.prove_search`) and writes the table of docs/results/refute.md (verdict; how it is proved, the
+certificate of a violation, or why it stays open; evaluations, time, the command).
 """
 
 from __future__ import annotations
@@ -84,6 +85,15 @@ CONJECTURES = (
     Conjecture("ser-below-kl", "SER <= 1 - exp(-KL)", "interval:3", (3, 6), (2, 3), ("iid",), 100,
                "mdmt's own (data processing: p(support of q) >= exp(-KL))",
                "is the SER bounded by the KL, and attained?"),
+    Conjecture("han-dtc", "DTC <= (L - 1) * TC", "ngram:n=3,V=2", (3, 4, 5), (1,), ("iid",), 40,
+               "Han-type inequality between the two total correlations (Han 1978)",
+               "is DTC at most (L - 1) TC for every distribution?"),
+    Conjecture("han-tc", "TC <= (L - 1) * DTC", "ngram:n=3,V=2", (3, 4, 5), (1,), ("iid",), 40,
+               "Han-type inequality between the two total correlations (Han 1978)",
+               "is TC at most (L - 1) DTC for every distribution?"),
+    Conjecture("dtc-below-tc", "DTC <= TC", "ngram:n=3,V=2", (3, 4), (1,), ("iid",), 40,
+               "a Shannon-type claim that is false (X3 = X1 xor X2: TC = log 2, DTC = 2 log 2)",
+               "is a false claim over the entropies refuted and certified, not proved?"),
 )
 
 

@@ -310,13 +310,34 @@ def family(text) -> Family:
             shapes = tuple(np.shape(t) for t in tables_of(base))
         except NotCertifiable as exc:
             raise ValueError(f"family {text!r}: {exc}") from None
-        interval = int(text.partition(":")[2]) if text.startswith("interval:") else None
+        interval = int(text.partition(":")[2]) if text.startswith("interval:") else _file_interval(text)
         length = int(getattr(base, "length")) if getattr(base, "kind", None) == "explicit" else None
         fam = Family(text, "language", shapes, base=base, interval=interval, length=length)
     if fam.entries > MAX_TABLE_ENTRIES:
         raise ValueError(f"family {text!r}: its tables have {fam.entries} entries; the search draws one code "
                          f"per entry and supports at most {MAX_TABLE_ENTRIES}")
     return fam
+
+
+def _file_interval(path: str) -> int | None:
+    """The interval length l recorded in a language file's metadata (``mdmt refute --out`` writes it for an instance
+    of the interval HMM's family, so that the check of the instance has ``l`` and ``P_distinct``), else None."""
+    from mdmt.constructions.languages.io import read_document
+    from mdmt.constructions.languages.spec import interval_length_of
+
+    try:
+        if interval_length_of(path) is not None:
+            return interval_length_of(path)
+        doc = read_document(path)
+    except (OSError, ValueError, RecursionError):
+        return None
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    l = meta.get("interval") if isinstance(meta, dict) else None
+    if l is None:
+        return None
+    if isinstance(l, bool) or not isinstance(l, int) or l < 2:
+        raise ValueError(f"family {path!r}: its metadata's interval length must be an integer >= 2, got {l!r}")
+    return l
 
 
 def instance_size(L: int, N: int, language) -> tuple:

@@ -1,14 +1,16 @@
 """Search for a counterexample to a claim over a family of languages, and certify what it finds.
 
-:func:`search` runs three phases on instances (a language of the family, :mod:`.families`; a length
-L; a number of steps N; a reverse process), each instance's margin computed with mdmt's exact
-evaluators (:func:`~.quantities.instance_quantities`):
+:func:`search` first tries to prove the claim (:func:`~.rules.prove_search`: by the elemental Shannon inequalities
+and mdmt's lemmas, checked exactly); where every length (or every length, number of steps and process) is proved,
+that is the verdict and nothing is searched.  Otherwise it runs three phases on instances (a language of the family,
+:mod:`.families`; a length L; a number of steps N; a reverse process), each instance's margin computed with mdmt's
+exact evaluators (:func:`~.quantities.instance_quantities`):
 
 1. **explore**: Hypothesis draws instances as integer codes and is steered toward small relative
    margins by :func:`hypothesis.target`.  On a violation it shrinks (families of at most
    :data:`~.families.SHRINK_ENTRIES` table entries; larger ones by the moves below): the instance reported is the
-   smallest one found that still violates (:func:`~.families.instance_size`: shortest, fewest
-   steps, sparsest tables);
+   smallest one found that still violates (:meth:`~.refute_result.Candidate.size`: shortest, fewest
+   steps, sparsest tables, then the larger violation);
 2. **refine** (no violation yet): the tightest instance is moved by structural moves toward
    sparse and deterministic rows and back (drop a row's smallest entry, make a row one-hot at its
    largest, sharpen a row to p^2, soften it to p^(1/2), flatten it on its support, mix it with the
@@ -27,7 +29,10 @@ which are therefore never reported as tight.  A violation is decided on the marg
 The budget is a number of margin evaluations (``200``) or a time (``30s``, ``5m``).  The search runs
 in rounds until the budget is used or a violation is found: a round explores with half of what
 is left (Hypothesis seeded with ``seed`` + the round's index) and refines with the rest or until
-the refinement converges; a violation found while exploring may use the rest to shrink.  Given
+the refinement converges; a violation found while exploring may use the rest to shrink.  A tenth of
+the budget (at least one evaluation per (L, N) pair, at most half) is withheld from the rounds for the shrink
+phase, and released for more rounds where no violation is found; the shrink phase tries every smaller (L, N)
+even where the budget is used (at most one evaluation per pair beyond it).  Given
 a budget of evaluations and a seed, the search is deterministic: the same instances, the same
 result.
 """
@@ -102,6 +107,7 @@ class Budget:
             raise ValueError(f"budget: seconds must be a positive number up to {MAX_SECONDS:.0f} (7 days), "
                              f"got {seconds!r}")
         self.seconds = None if seconds is None else float(seconds)
+        self.held = 0.0  # withheld from exploring and refining, for the shrink phase (search releases it)
         self.used = 0
         self.start = time.perf_counter()
         self.bar = None  # a tqdm bar over evaluations, or over seconds
@@ -138,18 +144,29 @@ class Budget:
         """How much is used: evaluations, or seconds."""
         return self.used if self.evaluations is not None else self.elapsed()
 
+    def total(self) -> float:
+        """What may be used now: the whole budget less what is withheld (:attr:`held`)."""
+        return float(self.evaluations if self.evaluations is not None else self.seconds or 0.0) - self.held
+
     def point(self, fraction: float) -> float:
         """The position after ``fraction`` of what is left (at least one more evaluation)."""
         if self.evaluations is not None:
-            return self.used + max(1, math.ceil(fraction * (self.evaluations - self.used)))
-        return self.elapsed() + fraction * max(0.0, float(self.seconds or 0.0) - self.elapsed())
+            return self.used + max(1, math.ceil(fraction * (self.total() - self.used)))
+        return self.elapsed() + fraction * max(0.0, self.total() - self.elapsed())
+
+    def reserve(self, at_least: int = 1, fraction: float = 0.1) -> float:
+        """The part :func:`search` keeps for shrinking: ``fraction`` of the budget, at least ``at_least`` evaluations
+        (one per smaller (L, N) pair), at most half of it."""
+        if self.evaluations is not None:
+            return float(min(max(at_least, math.ceil(fraction * self.evaluations)), self.evaluations // 2))
+        return fraction * float(self.seconds or 0.0)
 
     def reached(self, point: float) -> bool:
         return self.position() >= point
 
     def spent(self) -> bool:
-        """Whether the whole budget is used."""
-        return self.reached(float(self.evaluations if self.evaluations is not None else self.seconds or 0.0))
+        """Whether the budget is used (less what is withheld)."""
+        return self.reached(self.total())
 
     def describe(self) -> str:
         return f"{self.evaluations} evaluations" if self.evaluations is not None else f"{self.seconds:g} s"
@@ -259,18 +276,26 @@ class _Search:
     def shrink(self, cand: Candidate, lengths, steps) -> Candidate:
         """A violating instance made smaller while it still violates: shorter, fewer steps, sparser rows."""
         self.phase = "shrink"
+        budget = self.budget
         try:
-            for L in sorted(set(lengths)):
-                for N in sorted(set(steps)):
-                    if (L, N) < (cand.L, cand.N):
-                        shorter = self.evaluate(cand.language, L, N, cand.process)
-                        if shorter.violates:
-                            return self.shrink(shorter, lengths, steps)
+            smaller = [(L, N) for L in sorted(set(lengths)) for N in sorted(set(steps)) if (L, N) < (cand.L, cand.N)]
+            # each smaller (L, N) is tried even where the budget is used (a violation found at its very end): at most
+            # one evaluation per pair beyond it, so that the L and N reported are the smallest that violate
+            per = 1.0 if budget.evaluations is not None else budget.elapsed() / max(budget.used, 1)
+            budget.held = min(budget.held, budget.total() + budget.held - budget.position() - len(smaller) * per)
+            for L, N in smaller:  # in order: the first that violates is the smallest
+                shorter = self.evaluate(cand.language, L, N, cand.process)
+                if shorter.violates:
+                    cand = shorter
+                    break
+            budget.held = 0.0
             return _structural_moves(self, cand, lambda c, best: c.violates and c.size() < best.size(),
                                      moves=("drop", "one-hot"))
         except _Spent:
             assert self.smallest is not None  # cand violates, so a smallest violation is on record
             return self.smallest
+        finally:
+            budget.held = 0.0
 
 
 def _margins(claim: Claim, lang, L: int, N: int, process: str, interval: int | None = None) -> tuple:
@@ -385,17 +410,23 @@ def _structural_moves(state: _Search, cand: Candidate, better, moves=MOVES) -> C
 def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[int] = (5,),
            steps: Iterable[int] = (3,), processes: Iterable[str] = ("iid",), budget: int | str | Budget = 200,
            seed: int = 0, refine: bool = True, certify: bool = True, progress: bool = False, shards: int = 1,
-           jobs: int = 1, scheduler: str | None = None) -> RefuteResult:
+           jobs: int = 1, scheduler: str | None = None, prove: bool = True) -> RefuteResult:
     """Look for an instance of ``family`` that violates ``claim`` (module docstring).
+
+    ``prove``: first try to prove the claim at every length (a Shannon-type claim) or every (length, number of
+    steps, process) (:func:`~.rules.prove_search`); where every one is proved, the verdict is ``proved
+    (Shannon-type)`` or ``proved (lemmas)`` and nothing is searched; otherwise the search runs as without it, and
+    the report keeps each proof and each reason.
 
     ``budget``: margin evaluations (an int) or a time (``"30s"``, ``"5m"``), or a :class:`Budget`;
     ``progress``: a tqdm bar on standard error (evaluations, or seconds, used of the budget).
 
     ``shards`` > 1 splits the search into that many independent searches (:func:`shard_seeds`), run in
     this process (``jobs`` = 1) or on a Dask cluster (:func:`mdmt.sweep.run_parts`: ``jobs`` local worker
-    processes, or the cluster at ``scheduler``): a budget of evaluations is divided among them, a time
-    budget is each one's.  The result depends on ``shards`` and ``seed``, not on ``jobs`` or the cluster:
-    the smallest violation over the shards (else the tightest instance) is certified here.
+    processes, or the cluster at ``scheduler``): a budget of evaluations is divided among them; a time
+    budget is divided among them too where they run one after another in this process (so that the search takes
+    the time given, not K times it), and is each one's where they run in parallel.  The result depends on
+    ``shards`` and ``seed``, not on ``jobs`` or the cluster (for a budget of evaluations): the smallest violation over the shards (else the tightest instance) is certified here.
     """
     claim = claim if isinstance(claim, Claim) else parse_claim(claim)
     fam = family if isinstance(family, Family) else family_of(family)
@@ -422,9 +453,21 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
     shards = positive_int("shards", shards)
     settings = {"lengths": lengths, "steps": steps, "processes": processes, "budget": budget.describe(),
                 "seed": seed}
+    if shards > 1 and budget.evaluations is not None and budget.evaluations < shards:  # before any proof, too
+        raise ValueError(f"a budget of {budget.evaluations} evaluations cannot be split into {shards} shards")
+    proofs = None
+    if prove:
+        from .rules import prove_search
+
+        proofs = prove_search(claim, fam, lengths, steps, processes)
+        if proofs["proved"]:
+            return RefuteResult(claim.text, f"proved ({proofs['kind']})", None, None, 0, proofs["seconds"], [],
+                                fam.spec, {"explore": 0, "refine": 0, "shrink": 0}, settings, fam.interval,
+                                proof=proofs)
     if shards > 1:
-        return _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certify, progress, shards, jobs,
-                        scheduler, settings)
+        res = _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certify, progress, shards, jobs,
+                       scheduler, settings)
+        return _with_proofs(res, proofs)
     if budget.seconds is not None:  # compile each process's kernels before the clock starts (not counted)
         for process in processes:
             _margins(claim, fam.language([0] * fam.entries), min(lengths), min(steps), process, fam.interval)
@@ -437,17 +480,24 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
                           unit="evaluation" if budget.evaluations else "s", dynamic_ncols=True)
     try:
         best, rounds = None, 0
-        while not budget.spent() and (best is None or not best.violates):
-            # a round: Hypothesis explores half of what is left, the refinement the rest (or until it converges);
-            # a round that evaluates nothing new (a family Hypothesis has exhausted) ends the search
-            used = budget.used
-            state.explore(lengths, steps, processes, seed + rounds, budget.point(0.5 if refine else 1.0))
-            best = state.smallest or state.best
-            if refine and best is not None and not best.violates:
-                best = state.refine(best)
-            rounds += 1
-            if budget.used == used or not refine:
+        # a tenth of the budget is withheld for shrinking a violation (so that the one reported is the smallest in
+        # L and N, however late it was found); where none is found, it is released for more rounds
+        for held in ((budget.reserve(len(set(lengths)) * len(set(steps))), 0.0) if refine else (0.0,)):
+            budget.held = held
+            while not budget.spent() and (best is None or not best.violates):
+                # a round: Hypothesis explores half of what is left, the refinement the rest (or until it converges);
+                # a round that evaluates nothing new (a family Hypothesis has exhausted) ends the search
+                used = budget.used
+                state.explore(lengths, steps, processes, seed + rounds, budget.point(0.5 if refine else 1.0))
+                best = state.smallest or state.best
+                if refine and best is not None and not best.violates:
+                    best = state.refine(best)
+                rounds += 1
+                if budget.used == used or not refine:
+                    break
+            if best is not None and best.violates:
                 break
+        budget.held = 0.0
         if best is not None and best.violates:
             best = state.shrink(best, lengths, steps) if refine else best
     finally:
@@ -459,9 +509,26 @@ def search(claim: str | Claim, family: str = "ngram:n=3,V=2", lengths: Iterable[
         _announce_certificate(best)
     certify_start = budget.elapsed()
     verdict, best, cert = _verdict(claim, best, certify, fam.interval)
-    return RefuteResult(claim.text, verdict, best, cert, budget.used, budget.elapsed(), state.history, fam.spec,
-                        dict(state.phases), settings, fam.interval, budget.elapsed() - certify_start,
-                        state.first_violation)
+    return _with_proofs(RefuteResult(claim.text, verdict, best, cert, budget.used, budget.elapsed(), state.history,
+                                     fam.spec, dict(state.phases), settings, fam.interval,
+                                     budget.elapsed() - certify_start, state.first_violation), proofs)
+
+
+def _with_proofs(res: RefuteResult, proofs: dict | None) -> RefuteResult:
+    """The search's result with the proofs of its instance classes; a certified violation in a class that was proved
+    would mean one of the two is wrong, and is raised, never reported."""
+    res.proof = proofs
+    if proofs is None or res.verdict != "certified violation" or res.candidate is None:
+        return res
+    from .shannon import Proof
+
+    c = res.candidate
+    for unit in proofs["classes"]:
+        if isinstance(unit["result"], Proof) and unit["L"] == c.L and unit.get("N", c.N) == c.N \
+                and unit.get("process", c.process) == c.process:
+            raise AssertionError(f"claim {res.claim!r}: a certified violation at L = {c.L}, N = {c.N}, process "
+                                 f"{c.process}, where it was proved: a bug in mdmt, please report it")
+    return res
 
 
 MAX_SHARDS = 10 ** 4
@@ -475,7 +542,8 @@ def shard_seeds(seed: int, shards: int) -> list[int]:
 def _shard(part) -> RefuteResult:
     """One shard of :func:`search`: a whole search without the certificate (a Dask part: a pure function)."""
     claim, fam, lengths, steps, processes, budget, seed, refine = part
-    return search(claim, fam, lengths, steps, processes, budget=budget, seed=seed, refine=refine, certify=False)
+    return search(claim, fam, lengths, steps, processes, budget=budget, seed=seed, refine=refine, certify=False,
+                  prove=False)
 
 
 def _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certify, progress, shards, jobs, scheduler,
@@ -489,8 +557,11 @@ def _sharded(claim, fam, lengths, steps, processes, budget, seed, refine, certif
             raise ValueError(f"a budget of {budget.evaluations} evaluations cannot be split into {shards} shards")
         q, r = divmod(budget.evaluations, shards)
         budgets = [q + (k < r) for k in range(shards)]
-    else:
-        budgets = [f"{budget.seconds}s"] * shards
+    else:  # run one after another in this process, the shards share the time; run in parallel, each has it all
+        from mdmt.sweep import scheduler_address
+
+        serial = jobs == 1 and scheduler_address(scheduler) is None
+        budgets = [f"{(budget.seconds / shards if serial else budget.seconds):.9f}s"] * shards
     t0 = time.perf_counter()
     parts = [(claim.text, fam, lengths, steps, processes, b, s, refine)
              for b, s in zip(budgets, shard_seeds(seed, shards))]

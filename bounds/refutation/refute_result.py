@@ -7,7 +7,8 @@ exactly (:func:`~.certificate.certify_claim` on the instance's tables rounded to
 ``certified violation``; ``numeric violation`` where the process or a quantity has no exact evaluation (a rule
 comparing logarithms, a quantity without a rational form) or the certificate's estimated cost
 (:func:`certificate_work`) exceeds ``MDMT_MAX_WORK``; ``no violation found`` where the float margin lies within
-``NUMERIC_TOL`` of 0 (a tight instance) or the exact computation does not confirm it.
+``NUMERIC_TOL`` of 0 (a tight instance) or the exact computation does not confirm it.  Before any search, a claim
+may be proved (:func:`~.rules.prove_search`): ``proved (Shannon-type)`` or ``proved (lemmas)``, with no instance.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from .families import instance_size
 
 CERTIFY_BITS = (16, 30)  # dyadic denominators tried for the certificate
 NUMERIC_TOL = 1e-9  # a float64 margin above -NUMERIC_TOL is a tight instance, not a violation (rounding of the sides)
-VERDICTS = ("certified violation", "numeric violation", "no violation found")
+VERDICTS = ("proved (Shannon-type)", "proved (lemmas)", "certified violation", "numeric violation",
+            "no violation found")  # a proof: :mod:`.rules` (and :mod:`.shannon`), before any search
+UNCAPPED = ("threshold", "entropy-sum")  # processes whose number of steps N does not bound (they run until done)
 CERTIFY_COST = 100_000  # operations per (revealed state, position, step) of the rational certificate (Fractions)
 
 
@@ -64,7 +67,11 @@ class Candidate:
         return self.margin < -NUMERIC_TOL or (self.strict and self.margin <= 0)
 
     def size(self) -> tuple:
-        return instance_size(self.L, self.N, self.language)
+        """How counterexamples are ordered: shorter, fewer steps, fewer positive table entries, then the larger
+        violation (the more negative margin; not the tables' sum of -log p, which drove rows toward 2^-11 entries
+        and margins of -5e-8 where margins of -0.69 of the same size existed)."""
+        L, N, positive, _ = instance_size(self.L, self.N, self.language)
+        return (L, N, positive, self.margin)
 
 
 @dataclass
@@ -85,6 +92,7 @@ class RefuteResult:
     interval: int | None = None
     certify_seconds: float = 0.0  # of ``seconds``: the exact re-computation of a violation
     first_violation: dict | None = None  # {"evaluations", "seconds"} when the first float violation was found
+    proof: dict | None = None  # :func:`~.rules.prove_search`'s answer (None: no proof was attempted)
 
     @property
     def evaluations_per_second(self) -> float:
@@ -113,12 +121,20 @@ class RefuteResult:
             out["margin"] = c.margin
             out["relative_margin"] = c.relative
         out["certificate"] = self.certificate
+        if self.proof is not None:
+            from .rules import proof_report
+
+            out["proof"] = proof_report(self.proof)
         finite = [m for m in self.history if not math.isnan(m)]  # an infinite margin was evaluated too
         out["search"] = {**self.settings, "evaluations": self.evaluations, "seconds": self.seconds,
                          "certify_seconds": self.certify_seconds,
                          "evaluations_per_second": self.evaluations_per_second, "phases": self.phases,
                          "evaluated": len(finite), "not_applicable": len(self.history) - len(finite),
                          "first_violation": self.first_violation}
+        uncapped = [p for p in self.settings.get("processes", ()) if str(p).partition(":")[0] in UNCAPPED]
+        if uncapped:
+            out["search"]["note"] = (f"N does not limit {', '.join(uncapped)}: these rules reveal until every position "
+                                     "is revealed, however many steps that takes (N is recorded, not used)")
         if reproduce:
             out["reproduce"] = reproduce
         return out

@@ -19,7 +19,11 @@ search's families, each against a value derived by hand in the comment next to i
     rounded language by hand.  A certifier that decides from float64 margins, or certifies everything, fails;
 ``families``
     Algorithm 1/2 draws of :mod:`.families` coded and decoded keep the drawn language's support (each row's
-    smallest positive entry has code 1, not 0).
+    smallest positive entry has code 1, not 0);
+``proofs``
+    the exact check of a Shannon-type certificate (:func:`~.shannon.verify`, no LP: cheap) on a certificate written
+    by hand -- (L - 1) TC - DTC = I(X1; X2) + I(X1; X3) + I(X2; X3) at L = 3 -- accepted, and the same with one
+    multiplier halved refused; the number of elemental inequalities L + C(L, 2) 2^(L-2) at L = 3, 4, 5 (9, 28, 85).
 
 Every row is exact (rational or exact log-sums) or certified (arb), except the float64 ones, which are numeric
 with a stated tolerance.
@@ -185,6 +189,28 @@ def _family_rows() -> list[Row]:
     return rows
 
 
+def _proof_rows() -> list[Row]:
+    from ..refutation.shannon import add_forms, elemental, elemental_count, entropic_form, verify
+
+    rows = []
+    # by hand: 2 TC - DTC = 2 (h1 + h2 + h3 - h123) - (h12 + h13 + h23 - 2 h123) = 2 (h1 + h2 + h3) - (h12 + h13 + h23),
+    # and I(Xi; Xj) = hi + hj - hij summed over the three pairs is the same form
+    target = add_forms({k: 2 * v for k, v in entropic_form("TC", 3).items()}, entropic_form("DTC", 3), -1)
+    rows_by_text = {e.text: (1, e.text, "", dict(e.coeffs), 0) for e in elemental(3)}
+    pairs = [rows_by_text[f"I(X{i}; X{j}) >= 0"] for i, j in ((1, 2), (1, 3), (2, 3))]
+    for case, ys, want in (("accepted", (1, 1, 1), True), ("with one multiplier halved, refused", (F(1, 2), 1, 1),
+                                                           False)):
+        got = verify(target, 0, False, [(F(y), row) for y, row in zip(ys, pairs)]) is not None
+        ok = got == want
+        rows.append(Row("RF", "proofs", f"certificate of DTC <= 2 TC at L = 3, by hand: {case}", (float(got),) * 2,
+                        (float(want),) * 2, "==", "exact", ok, 0.0 if ok else -1.0, 0.0, "shannon.verify (fmpq)"))
+    counts = [elemental_count(L) for L in (3, 4, 5)] + [len(elemental(L)) for L in (3, 4, 5)]
+    ok = counts == [9, 28, 85] * 2  # 3 + 3*2, 4 + 6*4, 5 + 10*8
+    rows.append(Row("RF", "proofs", "elemental inequalities at L = 3, 4, 5: 9, 28, 85 (counted and listed)",
+                    (0.0, 0.0), (0.0, 0.0), "==", "exact", ok, 0.0 if ok else -1.0, 0.0, f"library: {counts}"))
+    return rows
+
+
 def refutation_rows() -> list[Row]:
     """Family RF (module docstring)."""
-    return _claim_rows() + _quantity_rows() + _certificate_rows() + _family_rows()
+    return _claim_rows() + _quantity_rows() + _certificate_rows() + _family_rows() + _proof_rows()

@@ -1,4 +1,5 @@
-"""``mdmt refute``: search a family of languages for a counterexample to a claim, and certify what it finds."""
+"""``mdmt refute``: prove a claim where a proof is mechanical (:mod:`mdmt.bounds.refutation.rules`), else search a
+family of languages for a counterexample to it, and certify what it finds."""
 
 from ._common import (add_force, add_json, add_scheduler, add_seed, add_steps, at_least, int_list, integer, name_list,
                       print_json, scheduler_of)
@@ -26,12 +27,17 @@ def add_arguments(p):
     add_seed(p)
     p.add_argument("--shards", type=integer, default=1,
                    help="split the search into this many independent searches (their seeds spawned from --seed; "
-                        "a budget of evaluations is divided among them, a time budget is each one's); the result "
+                        "a budget of evaluations is divided among them; a time budget is each one's when they run in "
+                        "parallel (--jobs J > 1, --scheduler) and divided among them when they run one after another "
+                        "in this process); the result "
                         "depends on --shards and --seed only (default 1)")
     p.add_argument("--jobs", type=integer, default=1,
                    help="run the shards in this many worker processes of an embedded Dask cluster, one thread "
                         "each (default 1: in this process)")
     add_scheduler(p)
+    p.add_argument("--no-proof", action="store_true",
+                   help="search without first trying to prove the claim (by the elemental Shannon inequalities and "
+                        "mdmt's lemmas, docs/claims.md): to see the tightest instance of a proved bound")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
     p.add_argument("--out", metavar="FOLDER",
                    help="write instance.json (the counterexample or tightest instance, a language file) and "
@@ -123,7 +129,7 @@ def _run(args, claim, fam, lengths, steps, processes, budget, prov) -> int:
     from mdmt.bounds.refutation.refute import search
 
     res = search(claim, fam, lengths, steps, processes, budget=budget, seed=args.seed, progress=not args.no_progress,
-                 shards=args.shards, jobs=args.jobs, scheduler=args.scheduler)
+                 shards=args.shards, jobs=args.jobs, scheduler=args.scheduler, prove=not args.no_proof)
     report = res.to_dict(reproduce=_reproduce(args, res))
     if args.out:
         _write(res, report, args.out, prov)
@@ -144,7 +150,8 @@ def _reproduce(args, res) -> dict:
     """The commands that repeat the search, and check the instance found (from the written language file)."""
     search = (f"mdmt refute --claim {_quote(args.claim)} --family {_quote(args.family)} --lengths {args.lengths} "
               f"--steps {args.steps} --processes {_quote(args.processes)} --budget {_quote(args.budget)} "
-              f"--seed {args.seed}" + (f" --shards {args.shards}" if args.shards > 1 else ""))
+              f"--seed {args.seed}" + (f" --shards {args.shards}" if args.shards > 1 else "")
+              + (" --no-proof" if args.no_proof else ""))
     out = {"search": search}
     if res.candidate is not None and args.out:
         from pathlib import Path
@@ -169,7 +176,8 @@ def _write(res, report: dict, out: str, prov: dict) -> None:
     if res.candidate is not None:
         save_language(res.candidate.language, folder / "instance.json", name=INSTANCE_NAME,
                       metadata={"claim": res.claim, "verdict": res.verdict, "L": res.candidate.L,
-                                "N": res.candidate.N, "process": res.candidate.process})
+                                "N": res.candidate.N, "process": res.candidate.process,
+                                **({"interval": res.interval} if res.interval is not None else {})})
     write_text(folder / "refute.json", json.dumps(clean({**report, "provenance": prov}), indent=1, allow_nan=False)
                + "\n")
 
@@ -180,12 +188,21 @@ def _text(r: dict) -> str:
     from ._common import format_table
 
     s = r["search"]
-    lines = [f"claim: {r['claim']}",
-             f"search: {r['family']}, L in {s['lengths']}, N in {s['steps']}, processes {', '.join(s['processes'])}; "
-             f"{s['evaluations']} exact evaluations ({', '.join(f'{k} {v}' for k, v in s['phases'].items())}) in "
-             f"{s['seconds'] - s['certify_seconds']:.3g} s, {s['evaluations_per_second']:.3g}/s"
-             + (f"; certificate {s['certify_seconds']:.3g} s" if s["certify_seconds"] > 0.0005 else ""),
-             f"verdict: {r['verdict']}"]
+    lines = [f"claim: {r['claim']}"]
+    proof = r.get("proof")
+    if proof is not None:
+        lines += _proof_text(proof)
+    if proof is not None and proof["proved"]:
+        lines.append(f"verdict: {r['verdict']}: {proof['meaning']}")
+        lines.append(f"reproduce (search): {r['reproduce']['search']}")
+        return "\n".join(lines)
+    lines += [f"search: {r['family']}, L in {s['lengths']}, N in {s['steps']}, processes {', '.join(s['processes'])}; "
+              f"{s['evaluations']} exact evaluations ({', '.join(f'{k} {v}' for k, v in s['phases'].items())}) in "
+              f"{s['seconds'] - s['certify_seconds']:.3g} s, {s['evaluations_per_second']:.3g}/s"
+              + (f"; certificate {s['certify_seconds']:.3g} s" if s["certify_seconds"] > 0.0005 else ""),
+              f"verdict: {r['verdict']}"]
+    if s.get("note"):
+        lines.insert(-1, f"note: {s['note']}")
     inst = r.get("instance")
     if inst is None:
         lines.append("no instance could be evaluated (every process refused every length and number of steps)")
@@ -210,3 +227,22 @@ def _text(r: dict) -> str:
     for what, command in r["reproduce"].items():
         lines.append(f"reproduce ({what}): {command}")
     return "\n".join(lines)
+
+
+def _proof_text(proof: dict) -> list:
+    """Per instance class: the proof's verdict, how it was checked and each step (multiplier, inequality, lemma), or
+    why it is not proved."""
+    lines = []
+    for c in proof["classes"]:
+        where = f"L = {c['L']}" + (f", N = {c['N']}, process {c['process']}" if "N" in c else "")
+        if c["verdict"] == "not proved":
+            lines.append(f"proof at {where}: not proved -- {c['reason']}")
+            continue
+        lines.append(f"proof at {where}: {c['verdict']}, a non-negative combination of {len(c['steps'])} "
+                     f"inequalit{'y' if len(c['steps']) == 1 else 'ies'} ({c['elemental_inequalities']:,} elemental "
+                     f"ones over {c['joint_entropies']:,} joint entropies in the LP), verified {c['verified']}; "
+                     f"the claim = sum of multiplier x inequality + {c['slack']}:")
+        for step in c["steps"]:
+            lemma = f"   [{step['lemma']}]" if step.get("lemma") else ""
+            lines.append(f"  {step['multiplier']:>8} x  {step['inequality']}{lemma}")
+    return lines
