@@ -33,6 +33,8 @@ EXAMPLES = {
     "adaptive ser": ["mdmt adaptive ser --interval-lengths 3 --intervals 4,8 --num 200 --jobs 2"],
     "adaptive ter": ["mdmt adaptive ter --language preset:2gram-ter --lengths 16,32 --policies iid,confidence "
                      "--num 64"],
+    "schedule": ["mdmt schedule --language preset:2gram -L 64 -N 8",
+                 "mdmt schedule --language preset:2gram -L 16,32,64 --target 0.05 --per-token"],
 }
 
 

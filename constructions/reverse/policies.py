@@ -515,6 +515,10 @@ def parse_policy(spec: str, N: int | None = None, cap: bool = False) -> Policy:
         return Threshold(value, steps) if head == "threshold" else EntropySum(value, steps)
     if head in ORDERS and not sep:
         return FixedOrder(head, need_n())
+    if head in ("optimal", "bisect", "remdm", "verified"):  # the samplers of :mod:`.policies_beyond`
+        from .policies_beyond import parse_beyond
+
+        return parse_beyond(text, N)
     raise ValueError(f"policy {text!r}: expected one of {FORMS}")
 
 
