@@ -100,13 +100,13 @@ def test_monte_carlo_rounds_and_support():
     m, a, b = mean_interval(res.nfe, 0.999)
     assert a <= exact.expected_nfe <= b
     assert lang.in_support(res.samples).all()
-    # the empirical law against q: total variation small at 2000 samples over the 2^... support
-    seqs = {tuple(s): p for s, p in zip(exact.result.sequences.tolist(), exact.result.q) if p > 0}
-    counts = {}
-    for s in map(tuple, res.samples.tolist()):
-        counts[s] = counts.get(s, 0) + 1
-    tv = 0.5 * sum(abs(counts.get(s, 0) / 2000 - p) for s, p in seqs.items())
-    assert tv < 0.05
+    # the sampler's pair laws (adjacent positions) against q's, within 5 standard errors
+    seqs, q = exact.result.sequences, exact.result.q
+    for i in range(L - 1):
+        for u, v in itertools.product(range(lang.n_symbols), repeat=2):
+            p = q[(seqs[:, i] == u) & (seqs[:, i + 1] == v)].sum()
+            f = np.mean((res.samples[:, i] == u) & (res.samples[:, i + 1] == v))
+            assert abs(f - p) <= 5 * math.sqrt(p * (1 - p) / len(res.samples)) + 1e-9, (i, u, v)
 
 
 def test_adaptive_exact_reports_verified(capsys):
