@@ -61,6 +61,23 @@ def brute_force(lang, L, N, pu, sigma):
     return law, calls
 
 
+def _steps(kind, eta, N):
+    """ReMDM's step probabilities written out from its definitions (independently of remdm.remdm_steps)."""
+    pu, sigma = [], []
+    for k in range(N, 0, -1):
+        t, s = k / N, (k - 1) / N
+        if kind == "loop":
+            alpha = lambda x: 0.9 * (1 - x) / 0.45 if x >= 0.55 else (0.9 if x > 0.05 else 0.9 + 0.1 * (0.05 - x) / 0.05)  # noqa: E731
+        else:
+            alpha = lambda x: 1 - x  # noqa: E731
+        a_t, a_s = alpha(t), alpha(s)
+        smax = min(1.0, (1 - a_s) / a_t) if a_t > 0 else 1.0
+        sg = {"cap": min(eta, smax), "rescale": eta * smax, "loop": min(eta, smax) if a_s == a_t else 0.0}[kind]
+        sigma.append(sg)
+        pu.append((a_s - (1 - sg) * a_t) / (1 - a_t))
+    return pu, sigma
+
+
 CASES = [("cap:0.3", 4), ("rescale:0.5", 3), ("loop:0.4", 6), ("cap", 3)]
 
 
@@ -69,7 +86,7 @@ CASES = [("cap:0.3", 4), ("rescale:0.5", 3), ("loop:0.4", 6), ("cap", 3)]
 def test_exact_chain_equals_brute_force(lang, spec, N):
     L = 3
     pol = parse_policy(f"remdm:{spec}", N)
-    pu, sigma = remdm.remdm_steps(pol.kind, pol.eta, N)
+    pu, sigma = _steps(pol.kind, pol.eta, N)
     law = exact_policy_law(lang, L, pol, support_only=False)
     ref, calls = brute_force(lang, L, N, pu, sigma)
     seqs = [tuple(s) for s in law.result.sequences.tolist()]
