@@ -152,6 +152,8 @@ def _sample(args) -> int:
                  "use a smaller --num or --length")
     pol = parse_policy(args.policy, args.steps, cap=True)
     den, what = _denoiser(args, lang)
+    if hasattr(pol, "sample") and not args.checkpoint:  # remasking, verified drafting: the language's own oracle
+        den, what = None, "oracle"
     try:
         res = sample_policy(lang, args.length, pol, args.num, denoiser=den, seed=args.seed)
     except ValueError as exc:
