@@ -31,8 +31,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from scipy.special import gammaln
-from scipy.stats import binom
+from scipy.special import gammaln, xlog1py, xlogy
 
 from mdmt.runtime.validation import as_rng, positive_int
 
@@ -133,6 +132,11 @@ def compositions(L: int, N: int):
         yield tuple(b[i + 1] - b[i] for i in range(N))
 
 
+def _binomial_pmf(s: np.ndarray, n: int, r: float) -> np.ndarray:
+    """Bin(s; n, r) for s = 0..n (0 log 0 = 0 at r = 0 or 1)."""
+    return np.exp(gammaln(n + 1) - gammaln(s + 1) - gammaln(n - s + 1) + xlogy(s, r) + xlog1py(n - s, -r))
+
+
 def iid_profile_kl(profile, pi) -> float:
     """E_tau KL of the paper's i.i.d. process with reveal probabilities pi (module docstring), any L."""
     from .schedules import as_pi, reveal_rates
@@ -148,7 +152,7 @@ def iid_profile_kl(profile, pi) -> float:
         new = np.zeros(L + 1)
         for u in np.flatnonzero(law > 0):
             s = np.arange(L - u + 1)
-            w = binom.pmf(s, L - u, min(max(float(r), 0.0), 1.0))
+            w = _binomial_pmf(s, L - u, min(max(float(r), 0.0), 1.0))
             c = s * (d[u] if u < L else 0.0) - (f[u + s] - f[u])
             total += law[u] * float(np.dot(w, c))
             new[u + s] += law[u] * w
