@@ -40,6 +40,7 @@ from .policies import FixedOrder, Policy, Sizes
 
 BEYOND_FORMS = "optimal, bisect[:W], remdm:cap|rescale|loop[:ETA], verified:B"
 BEYOND_HEADS = ("optimal", "bisect", "remdm", "verified")
+_PROFILES: dict = {}  # (id(language), L, method) -> (language, information profile): OptimalSizes.bind's cache
 
 
 class OptimalSizes(Policy):
@@ -51,10 +52,18 @@ class OptimalSizes(Policy):
         self.spec = "optimal"
 
     def bind(self, language, L: int) -> Sizes:
-        """The fixed-size process of the optimal sizes of ``language`` at length L (the profile's ``auto`` method)."""
+        """The fixed-size process of the optimal sizes of ``language`` at length L (the profile's ``auto`` method;
+        the profile of the last few (language, L) is kept, so a search over N computes it once)."""
         from .optimal_schedule import optimal_sizes, profile
 
-        sizes, _ = optimal_sizes(profile(language, L, self.method)["profile"], self.N)
+        key = (id(language), int(L), self.method)
+        hit = _PROFILES.get(key)
+        if hit is None or hit[0] is not language:
+            hit = (language, profile(language, L, self.method)["profile"])
+            _PROFILES[key] = hit
+            while len(_PROFILES) > 8:
+                _PROFILES.pop(next(iter(_PROFILES)))
+        sizes, _ = optimal_sizes(hit[1], self.N)
         return Sizes(sizes, spec="optimal")
 
     def plans(self, L):
