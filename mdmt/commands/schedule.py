@@ -30,6 +30,15 @@ def run(args) -> int:
         check_interval_multiple(args.language, L)
     at_least("--num", args.num, 2)
     lang = load_language(args.language)
+    L_max = max(lengths)
+    bigram = getattr(lang, "n", None) == 2 and hasattr(lang, "transition_")
+    if args.profile == "monte_carlo" or (args.profile == "auto" and not bigram and L_max > 12):
+        from mdmt.runtime.resources import check_memory, check_work
+  # a Monte Carlo profile keeps (num, L + 1) values and scores num sequences L times
+        check_memory(f"--num {args.num} sequences of --length {L_max} for the Monte Carlo profile",
+                     40 * args.num * (L_max + 1), "use a smaller --num or --length")
+        check_work(f"--num {args.num} sequences of --length {L_max} for the Monte Carlo profile",
+                   4 * args.num * L_max * L_max * lang.n_symbols, "use a smaller --num or --length")
     if args.target is None:
         if args.steps is None:
             raise ValueError("--steps is required (or --target for the smallest N against L)")
