@@ -13,8 +13,8 @@ from mdmt.constructions.reverse.chain import chain_quantities
 from mdmt.constructions.reverse.information import information_profile
 from mdmt.constructions.reverse.optimal_schedule import (compositions, iid_profile_kl, kl_by_steps, optimal_sizes,
                                                          profile, sizes_kl)
-from mdmt.constructions.reverse.policies import Sizes, parse_policy
-from mdmt.constructions.reverse.policies_beyond import Bisect, OptimalSizes, bisect_order
+from mdmt.constructions.reverse.policies import Bisect, OptimalSizes, Sizes, parse_policy
+from mdmt.constructions.reverse.policies_beyond import bisect_order
 from mdmt.constructions.reverse.policy_exact import exact_policy_law, teacher_forced
 from mdmt.constructions.reverse.schedules import reveal_probabilities
 from mdmt.constructions.reverse.tables import build_tables

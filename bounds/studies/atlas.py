@@ -155,9 +155,9 @@ def process_law(language, L: int, policy, tables, table, n: int | None) -> dict:
     policy chain and its teacher-forced twin (the process's own law of (U_j, S_j)).
     """
     if hasattr(policy, "exact_law"):  # remasking, verified drafting: no reveal chain, no teacher forcing
-        pl = policy.exact_law(language, L, support_only=False, tables=tables,
-                              table=None if table is None or _is_oracle_table(tables, table) else table)
-        return {"kl": pl.result.kl_nats, "ser": pl.result.ser, "expected_nfe": pl.expected_nfe, "assignment_kl": None,
+        res, nfe = policy.exact_law(language, L, support_only=False, tables=tables,
+                                    table=None if table is None or _is_oracle_table(tables, table) else table)
+        return {"kl": res.kl_nats, "ser": res.ser, "expected_nfe": nfe, "assignment_kl": None,
                 "total_correlation": None, "learning": None, "E_D": None}
     if isinstance(policy, IID):
         law = exact_output_law(language, L, policy.pi, support_only=False, tables=tables, table=table)

@@ -25,6 +25,7 @@ from mdmt.constructions.reverse.confidence import mean_interval
 from mdmt.constructions.reverse.optimal_schedule import iid_profile_kl, kl_by_steps, optimal_sizes, profile, sizes_kl
 from mdmt.constructions.reverse.policies import balanced_sizes
 from mdmt.constructions.reverse.schedules import expected_nfe, reveal_probabilities
+from mdmt.constructions.types import Language, Seed
 from mdmt.runtime.validation import positive_int
 
 from .atlas import random_sizes_kl
@@ -47,7 +48,8 @@ def _value(prof: dict, fun, level: float) -> tuple[float, list | None]:
     return m, [a, b]
 
 
-def schedule_study(language, L: int, N: int, method: str = "auto", num: int = 2000, seed=0, level: float = 0.95,
+def schedule_study(language: Language, L: int, N: int, method: str = "auto", num: int = 2000, seed: Seed = 0,
+                   level: float = 0.95,
                    prof: dict | None = None) -> dict:
     """The optimal sizes and KL at (L, N) and the comparisons (module docstring).
 

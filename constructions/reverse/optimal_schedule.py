@@ -59,7 +59,7 @@ def sizes_kl(profile, sizes) -> float:
     return float(np.sum(s * (f[u + 1] - f[u]) - (f[u + s] - f[u])))
 
 
-def optimal_sizes(profile, N: int) -> tuple[np.ndarray, float]:
+def optimal_sizes(profile: np.ndarray, N: int) -> tuple[np.ndarray, float]:
     """The sizes s_1..s_N (positive, summing to L) minimising :func:`sizes_kl`, and the minimum (module docstring).
 
     Dynamic programming over (steps taken j, positions revealed u): g(j, u) = min_s g(j-1, u-s) + c(u-s, s),

@@ -3,12 +3,12 @@
 The paper's Theorems 4.3/4.4 (SER needs N linear in L) concern the i.i.d. sampler of Section 3.2.
 mdmt implements the samplers proposed against it as policies of the same grammar (SPEC):
 
-``optimal`` (:class:`OptimalSizes`)
+``optimal`` (:class:`~.policies.OptimalSizes`)
     fixed step sizes with uniformly random positions (as ``uniform``), the sizes chosen by dynamic
     programming over the language's information profile to minimise E_tau KL
     (:mod:`.optimal_schedule`; Lavenant & Zanella, arXiv 2510.25544).  The sizes depend on the
     language and L: the process is bound to them by :func:`resolve` where the language is known.
-``bisect[:W]`` (:class:`Bisect`)
+``bisect[:W]`` (:class:`~.policies.Bisect`)
     a deterministic order: the positions are cut into blocks of W (default 1) and, step after step,
     the middle block of every run of unrevealed blocks is revealed (block (a + b) // 2 of the run
     a..b), its W positions left to right over W consecutive steps.  With W = 1 a run of m positions
@@ -23,11 +23,13 @@ mdmt implements the samplers proposed against it as policies of the same grammar
     verified left to right by speculative sampling (Leviathan et al., ICML 2023; self-speculative
     masked diffusion, arXiv 2510.03929): the output law is exactly the language's.
 
-``optimal`` and ``bisect`` are plans of :mod:`.policies` (fixed sizes, fixed order), so their exact
-law, sampler, teacher-forced terms and atlas rows are those of every policy.  ``remdm`` and
+``optimal`` and ``bisect`` are plans of :mod:`.policies` (fixed sizes, fixed order; the classes
+``OptimalSizes`` and ``Bisect`` live there, beside the grammar), so their exact law, sampler,
+teacher-forced terms and atlas rows are those of every policy.  ``remdm`` and
 ``verified`` are not: a state of ReMDM may lose revealed tokens, and verified drafting reads the
-causal conditionals; each brings its own exact law (``exact_law``) and sampler (``sample``), which
-:mod:`.policy_exact` and :mod:`.policy_sampler` call.
+causal conditionals; each is a :class:`~.process_base.LawProcess` with its own exact law (``exact_law``)
+and sampler (``sample``), which :mod:`.policy_exact` and :mod:`.policy_sampler` call.  This module holds
+what the grammar needs of them without importing :mod:`.policies` (no import cycle).
 """
 
 from __future__ import annotations
@@ -36,41 +38,8 @@ import numpy as np
 
 from mdmt.runtime.validation import positive_int
 
-from .policies import FixedOrder, Policy, Sizes
-
 BEYOND_FORMS = "optimal, bisect[:W], remdm:cap|rescale|loop[:ETA], verified:B"
 BEYOND_HEADS = ("optimal", "bisect", "remdm", "verified")
-_PROFILES: dict = {}  # (id(language), L, method) -> (language, information profile): OptimalSizes.bind's cache
-
-
-class OptimalSizes(Policy):
-    """The DP's sizes over N steps (SPEC ``optimal``); :meth:`bind` fixes them for a language and L."""
-
-    def __init__(self, N: int, method: str = "auto"):
-        self.N = positive_int("number of steps N", N)
-        self.method = method
-        self.spec = "optimal"
-
-    def bind(self, language, L: int) -> Sizes:
-        """The fixed-size process of the optimal sizes of ``language`` at length L (the profile's ``auto`` method;
-        the profile of the last few (language, L) is kept, so a search over N computes it once)."""
-        from .optimal_schedule import optimal_sizes, profile
-
-        key = (id(language), int(L), self.method)
-        hit = _PROFILES.get(key)
-        if hit is None or hit[0] is not language:
-            hit = (language, profile(language, L, self.method)["profile"])
-            _PROFILES[key] = hit
-            while len(_PROFILES) > 8:
-                _PROFILES.pop(next(iter(_PROFILES)))
-        sizes, _ = optimal_sizes(hit[1], self.N)
-        return Sizes(sizes, spec="optimal")
-
-    def plans(self, L):
-        raise ValueError("policy 'optimal' depends on the language: bind it first (policies_beyond.resolve)")
-
-    def expected_nfe(self, L):
-        return float(self.N)
 
 
 def bisect_order(L: int, width: int = 1) -> np.ndarray:
@@ -92,19 +61,8 @@ def bisect_order(L: int, width: int = 1) -> np.ndarray:
     return (depth[pos // width] - 1) * width + pos % width + 1
 
 
-class Bisect(FixedOrder):
-    """The bisection order with blocks of W positions (SPEC ``bisect[:W]``; module docstring)."""
-
-    def __init__(self, width: int = 1):
-        self.width = positive_int("bisect block width W", width)
-        self._order, self.kind, self.N = None, "bisect", None
-        self.spec = "bisect" if self.width == 1 else f"bisect:{self.width}"
-
-    def order(self, L):
-        return bisect_order(L, self.width)
-
-
-def _int_parameter(text: str, what: str) -> int:
+def int_parameter(text: str, what: str) -> int:
+    """A positive integer parameter of a SPEC; otherwise a ValueError naming ``what`` and the text."""
     try:
         v = int(text)
     except ValueError:
@@ -114,29 +72,21 @@ def _int_parameter(text: str, what: str) -> int:
     return v
 
 
-def parse_beyond(text: str, N: int | None) -> Policy:
-    """A policy of this module from its SPEC (``text`` already stripped; module docstring)."""
+def parse_law_process(text: str, N: int | None):
+    """``remdm:...`` or ``verified:B`` from its SPEC (``text`` already stripped; module docstring)."""
     head, sep, rest = text.partition(":")
-    if head == "optimal" and not sep:
-        if N is None:
-            raise ValueError(f"policy {text!r} needs the number of steps N")
-        return OptimalSizes(N)
-    if head == "bisect":
-        return Bisect(_int_parameter(rest, f"policy {text!r}: the block width W") if sep else 1)
     if head == "verified":
         if not sep:
             raise ValueError(f"policy {text!r}: expected verified:B (B = the block size)")
         from .verified import Verified
 
-        return Verified(_int_parameter(rest, f"policy {text!r}: the block size B"))
-    if head == "remdm":
-        from .remdm import parse_remdm
+        return Verified(int_parameter(rest, f"policy {text!r}: the block size B"))
+    from .remdm import parse_remdm
 
-        return parse_remdm(text, N)
-    raise ValueError(f"policy {text!r}: expected one of {BEYOND_FORMS}")
+    return parse_remdm(text, N)
 
 
-def resolve(policy: Policy, language, L: int) -> Policy:
+def resolve(policy, language, L: int):
     """The process run on ``language`` at length L: ``optimal`` bound to its sizes, every other policy itself."""
     bind = getattr(policy, "bind", None)
     return bind(language, L) if bind is not None else policy

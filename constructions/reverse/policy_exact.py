@@ -266,7 +266,8 @@ def exact_policy_law(language: Language, L: int, policy: Policy, denoiser: Denoi
     """
     policy = resolve(policy, language, L)
     if hasattr(policy, "exact_law"):  # remasking, verified drafting: their own chains (policies_beyond)
-        return policy.exact_law(language, L, denoiser=denoiser, support_only=support_only, tables=tables, table=table)
+        res, nfe = policy.exact_law(language, L, denoiser=denoiser, support_only=support_only, tables=tables, table=table)
+        return PolicyLaw(res, nfe)
     tables = tables or build_tables(language, L)
     if tables.L != L:
         raise ValueError(f"tables were built for L = {tables.L}, not L = {L}")

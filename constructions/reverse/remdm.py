@@ -50,7 +50,7 @@ import numpy as np
 from mdmt.runtime.numba_cache import configure_numba_cache
 from mdmt.runtime.validation import MASK, positive_int
 
-from .policies import Policy
+from .process_base import LawProcess
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
@@ -226,7 +226,7 @@ def sample_remdm(language, L: int, kind: str, eta: float, N: int, num: int, rng,
     return X, nfe
 
 
-class ReMDM(Policy):
+class ReMDM(LawProcess):
     """ReMDM's remasking sampler (SPEC ``remdm:SCHEDULE[:ETA]``, N steps; module docstring)."""
 
     def __init__(self, kind: str, N: int, eta: float | None = None):
@@ -240,18 +240,14 @@ class ReMDM(Policy):
         self.spec = f"remdm:{kind}:{self.eta:g}"
         remdm_steps(kind, self.eta, self.N)  # the bound is checked now
 
-    def plans(self, L):
-        raise ValueError(f"policy {self.spec!r} is not a reveal-only process (it has no plan)")
-
     def exact_law(self, language, L, denoiser=None, support_only=True, tables=None, table=None):
         from .exact import ExactResult
-        from .policy_exact import PolicyLaw
 
         if denoiser is not None or table is not None:
             raise ValueError(f"policy {self.spec!r}: mdmt's ReMDM runs with the oracle denoiser only")
         p, nfe, tables = remdm_law(language, L, self.kind, self.eta, self.N, tables)
         res = ExactResult(sequences=tables.sequences, q=tables.q, p=p, pi=np.empty(0), support_only=support_only)
-        return PolicyLaw(res, nfe)
+        return res, nfe
 
     def sample(self, language, L, num, denoiser=None, rng=None):
         from .sampler import SampleResult

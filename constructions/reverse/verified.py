@@ -31,7 +31,7 @@ import numpy as np
 
 from mdmt.runtime.validation import positive_int
 
-from .policies import Policy
+from .process_base import LawProcess
 
 
 def accept_prob(d: float, t: float) -> float:
@@ -168,25 +168,21 @@ def sample_verified(language, L: int, B: int, num: int, rng) -> tuple[np.ndarray
     return X, rounds
 
 
-class Verified(Policy):
+class Verified(LawProcess):
     """Verified drafting with blocks of B positions (SPEC ``verified:B``; module docstring)."""
 
     def __init__(self, B: int):
         self.B = positive_int("block size B", B)
         self.spec = f"verified:{self.B}"
 
-    def plans(self, L):
-        raise ValueError(f"policy {self.spec!r} is not a reveal-only process (it has no plan)")
-
     def exact_law(self, language, L, denoiser=None, support_only=True, tables=None, table=None):
         from .exact import ExactResult
-        from .policy_exact import PolicyLaw
 
         if denoiser is not None or table is not None:
             raise ValueError(f"policy {self.spec!r} verifies with the oracle's causal conditionals: no other denoiser")
         p, rounds, tables = verified_law(language, L, self.B, tables)
         res = ExactResult(sequences=tables.sequences, q=tables.q, p=p, pi=np.empty(0), support_only=support_only)
-        return PolicyLaw(res, rounds)
+        return res, rounds
 
     def sample(self, language, L, num, denoiser=None, rng=None):
         from .sampler import SampleResult
