@@ -315,8 +315,13 @@ def samplers_figure(result: Mapping[str, Any]):
     specs = list(dict.fromkeys(r["sampler"] for r in rows))
     colour, marker = _colours(specs), _markers(specs)
     with _style():
-        fig = _figure(COLUMN_WIDTH * (1.1 * len(langs) + 0.6), 2.9)
-        axes = fig.subplots(1, len(langs), squeeze=False)[0]
+        ncol = min(2, len(langs))
+        nrow = -(-len(langs) // ncol)
+        fig = _figure(min(PAGE_WIDTH, COLUMN_WIDTH * (1.1 * ncol + 0.6)), 2.4 * nrow + 0.5)
+        axes = list(fig.subplots(nrow, ncol, squeeze=False).ravel())
+        for ax in axes[len(langs):]:
+            ax.remove()
+        axes = axes[:len(langs)]
         for ax, lang in zip(axes, langs):
             Ls = sorted({r["L"] for r in rows if r["language"] == lang})
             for p in specs:
@@ -333,7 +338,8 @@ def samplers_figure(result: Mapping[str, Any]):
             _log2_axis(ax, Ls)
             ax.set_xlabel("sequence length L")
             ax.set_title(_short(lang), pad=9)
-        axes[0].set_ylabel(f"network calls for SER ≤ {result['target']:g}")
+        for ax in axes[::ncol]:
+            ax.set_ylabel(f"calls for SER ≤ {result['target']:g}")
         _collect_legend(fig, list(axes), loc="outside right center", ncol=1)
     return fig
 
