@@ -53,3 +53,12 @@ def test_command_errors(capsys, argv, words):
     assert main(["samplers", "--language", "interval:2", "--no-progress", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mdmt samplers: error:") and words in err
+
+
+def test_huge_lengths_are_refused_before_any_work(capsys):
+    assert main(["samplers", "--language", "interval:2", "--lengths", "1000000000", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mdmt samplers: error: --num 500 samples of --lengths 1000000000 needs") and err.count("\n") == 1
+    assert main(["schedule", "--language", "preset:2gram", "-L", "10000000", "-N", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mdmt schedule: error: --length 10000000: the information profile needs")

@@ -44,11 +44,12 @@ def _policy(sampler: str, L: int, N: int | None):
 
 
 def _exact_ok(sampler: str, V: int, L: int) -> bool:
+    """Whether the exact law of a point is small enough (compared in bits: a huge L builds no huge integer)."""
     if sampler.startswith("remdm"):
-        return (2 * V + 1) ** L <= EXACT_REMDM
+        return L * math.log2(2 * V + 1) <= math.log2(EXACT_REMDM)
     if sampler.startswith("verified"):
-        return V ** L <= EXACT_VERIFIED
-    return (V + 1) ** L <= EXACT_STATES
+        return L * math.log2(V) <= math.log2(EXACT_VERIFIED)
+    return L * math.log2(V + 1) <= math.log2(EXACT_STATES)
 
 
 def sampler_point(language, L: int, sampler: str, N: int | None = None, num: int = 500, seed=0) -> dict:

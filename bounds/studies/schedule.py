@@ -93,7 +93,7 @@ def min_steps(language, lengths, target: float, per_token: bool = False, method:
         L = positive_int("L", L)
         f = profile(language, L, method, num=num, seed=seed)
         goal = target * L if per_token else target
-        opt = kl_by_steps(f["profile"], L)
+        opt = kl_by_steps(f["profile"], L, stop_at=goal + 1e-12)
         bal = np.array([sizes_kl(f["profile"], balanced_sizes(L, n)) for n in range(1, L + 1)])
         row = {"length": L, "profile_method": f["method"]}
         for name, kls in (("optimal", opt), ("uniform", bal)):

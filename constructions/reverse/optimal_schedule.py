@@ -102,11 +102,12 @@ def optimal_sizes(profile: np.ndarray, N: int) -> tuple[np.ndarray, float]:
     return sizes, float(g[L])
 
 
-def kl_by_steps(profile, N_max: int) -> np.ndarray:
+def kl_by_steps(profile, N_max: int, stop_at: float | None = None) -> np.ndarray:
     """min over compositions of L into j parts of :func:`sizes_kl`, for j = 1..N_max (the optimal KL against N).
 
     Non-increasing in j for a concave profile (splitting a step never costs more, Han's inequality); the
-    smallest N reaching a target is the first j at or below it.  O(N_max L^2).
+    smallest N reaching a target is the first j at or below it.  O(N_max L^2); with ``stop_at`` the values
+    end at the first j whose optimum is at most ``stop_at``.
     """
     f = np.asarray(profile, dtype=np.float64)
     L = positive_int("L", len(f) - 1)
@@ -122,6 +123,8 @@ def kl_by_steps(profile, N_max: int) -> np.ndarray:
             new[v] = np.min(g[prev] + (v - prev) * d[prev] - (f[v] - f[prev]))
         g = new
         out[j - 1] = g[L]
+        if stop_at is not None and g[L] <= stop_at:
+            return out[:j]
     return out
 
 

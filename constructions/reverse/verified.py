@@ -25,6 +25,7 @@ L on an HMM or n-gram (forward filtering gives d_k and t_k).  Both use :func:`ac
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -32,6 +33,8 @@ import numpy as np
 from mdmt.runtime.validation import positive_int
 
 from .process_base import LawProcess
+
+MAX_PREFIXES = 1 << 16  # V^L prefixes enumerated (in Python) by the exact law
 
 
 def accept_prob(d: float, t: float) -> float:
@@ -55,6 +58,10 @@ def verified_law(language, L: int, B: int, tables=None) -> tuple[np.ndarray, flo
 
     L = positive_int("L", L)
     B = positive_int("block size B", B)
+    V = language.n_symbols
+    if L * math.log2(max(V, 2)) > math.log2(MAX_PREFIXES):
+        raise ValueError(f"the exact law of verified drafting at L = {L} enumerates up to V^L = {V}^{L} prefixes; at "
+                         f"most {MAX_PREFIXES} are supported (use the Monte Carlo sampler)")
     tables = tables or build_tables(language, L)
     V, qx = tables.V, tables.q_ext
     strides = tables.strides

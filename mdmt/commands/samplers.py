@@ -58,6 +58,13 @@ def run(args) -> int:
         raise ValueError(f"--target must be an SER in (0, 1), got {args.target!r}")
     at_least("--num", args.num, 2)
     at_least("--jobs", args.jobs)
+    from mdmt.runtime.resources import check_memory, check_work
+
+    L_max = max(lengths)  # a Monte Carlo point keeps (num, L) arrays; a search runs up to 16 L steps of them
+    check_memory(f"--num {args.num} samples of --lengths {L_max}", 64 * args.num * L_max,
+                 "use a smaller --num or --lengths")
+    check_work(f"--num {args.num} samples of --lengths {L_max} ({len(samplers)} samplers, {len(specs)} languages)",
+               16 * 16 * args.num * L_max * L_max * len(samplers) * len(specs), "use a smaller --num, --lengths or fewer --samplers")
     if args.out:
         from mdmt.runtime.locks import output_lock
         from mdmt.runtime.outputs import check_output_folder

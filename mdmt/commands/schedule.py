@@ -31,6 +31,14 @@ def run(args) -> int:
     at_least("--num", args.num, 2)
     lang = load_language(args.language)
     L_max = max(lengths)
+    from mdmt.runtime.resources import check_memory as _check_memory
+
+    # the exact bigram profile keeps (L, L) conditional entropies; the DP takes N L^2 (L^3 with --target)
+    _check_memory(f"--length {L_max}: the information profile", 24 * L_max * L_max, "use a smaller --length")
+    if args.target is not None:
+        from mdmt.runtime.resources import check_work as _check_work
+
+        _check_work(f"--length {L_max}: the optimal KL against N (up to N = L)", 4 * L_max ** 3, "use a smaller --length")
     bigram = getattr(lang, "n", None) == 2 and hasattr(lang, "transition_")
     if args.profile == "monte_carlo" or (args.profile == "auto" and not bigram and L_max > 12):
         from mdmt.runtime.resources import check_memory, check_work
