@@ -29,7 +29,8 @@ The oracle sampler
 Policies beyond i.i.d. reveal steps (docs/atlas.md, docs/adaptive.md)
     ``parse_policy``, ``exact_policy_law``, ``teacher_forced``, ``sample_policy``, ``teacher_forced_estimate``,
     ``IntervalOracle``, ``information_quantities``, ``atlas``, ``support_law`` (the exact law on an explicit law's
-    support, docs/tasks.md)
+    support, docs/tasks.md); the optimal fixed sizes ``optimal_sizes`` and
+    ``schedule_study`` (``mdmt schedule``), ``samplers_study`` (``mdmt samplers``, docs/samplers.md)
 Theorem statements and the main job
     ``STATEMENTS`` (the sympy statements of Lemmas A.1-A.3, B.10/B.11 and Theorems 4.2-4.4), ``verify``
 Conjectured bounds (docs/claims.md, docs/refute.md)
@@ -97,6 +98,9 @@ _API = {
     "IntervalOracle": "mdmt.constructions.reverse.interval_oracle",
     "information_quantities": "mdmt.constructions.reverse.information",
     "atlas": "mdmt.bounds.studies.atlas",
+    "optimal_sizes": "mdmt.constructions.reverse.optimal_schedule",
+    "schedule_study": "mdmt.bounds.studies.schedule",
+    "samplers_study": "mdmt.bounds.studies.samplers",
     "parse_claim": "mdmt.bounds.refutation.claims",
     "instance_quantities": "mdmt.bounds.refutation.quantities",
     "certify_claim": "mdmt.bounds.refutation.certificate",

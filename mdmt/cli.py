@@ -43,6 +43,8 @@ COMMANDS = {
     "atlas": ("mdmt.commands.atlas", "exact KL of each reverse process beside the chain, Li-Cai, TC/DTC, ParallelBench bounds"),
     "refute": ("mdmt.commands.refute", "search a family of languages for a certified counterexample to a claimed bound"),
     "adaptive": ("mdmt.commands.adaptive", "adaptive and position-aware unmasking: sample, exact law, SER and TER studies"),
+    "samplers": ("mdmt.commands.samplers", "network calls each sampler (optimal, bisect, ReMDM, verified drafting, ...) needs for an SER target against L"),
+    "schedule": ("mdmt.commands.schedule", "the optimal fixed step sizes of a language (exact KL) beside balanced and Theorem 4.2 schedules"),
 }
 
 

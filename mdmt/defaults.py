@@ -12,7 +12,7 @@ TER_SCHEDULES = ("warmstart", "linear", "cosine")
 
 #: The grammar of a reverse process (policy) SPEC, as quoted in help texts and errors.
 POLICY_FORMS = ("iid[:SCHEDULE], uniform, random:tc|dtc|uniform, confidence, margin, entropy, threshold:TAU, "
-                "entropy-sum:GAMMA, stride, blocks")
+                "entropy-sum:GAMMA, stride, blocks, optimal, bisect[:W], remdm:cap|rescale|loop[:ETA], verified:B")
 
 #: The reverse processes of ``mdmt atlas`` by default: every family the atlas knows.
 ATLAS_PROCESSES = ("iid,uniform,random:tc,random:dtc,confidence,margin,entropy,threshold:0.9,entropy-sum:1,"

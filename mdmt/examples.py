@@ -33,6 +33,9 @@ EXAMPLES = {
     "adaptive ser": ["mdmt adaptive ser --interval-lengths 3 --intervals 4,8 --num 200 --jobs 2"],
     "adaptive ter": ["mdmt adaptive ter --language preset:2gram-ter --lengths 16,32 --policies iid,confidence "
                      "--num 64"],
+    "samplers": ["mdmt samplers --language interval:3 --lengths 6,12 --samplers uniform,bisect,verified,ar"],
+    "schedule": ["mdmt schedule --language preset:2gram -L 64 -N 8",
+                 "mdmt schedule --language preset:2gram -L 16,32,64 --target 0.05 --per-token"],
 }
 
 

@@ -18,6 +18,7 @@ function                   draws                                               c
 :func:`atlas_figure`       exact KL and the competing bounds, per process      ``mdmt atlas``
 :func:`adaptive_ser_figure`  SER of unmasking rules and their cost against L   ``mdmt adaptive ser``
 :func:`adaptive_ter_figure`  NFE reaching a KL/L target against L              ``mdmt adaptive ter``
+:func:`samplers_figure`    network calls reaching an SER target against L      ``mdmt samplers``
 :func:`figure1_figure`     TER gap and SER against N (Figure 1, gap view)      ``mdmt figure1``
 :func:`figure1_paper_figure`  perplexity and SER against N (the paper's axes)  ``mdmt figure1``
 =========================  ==================================================  ========================
@@ -34,6 +35,7 @@ edge of its panel, never as a point at the largest N swept.
 from __future__ import annotations
 
 import functools
+import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -305,6 +307,43 @@ def adaptive_ter_figure(result: Mapping[str, Any]):
     return fig
 
 
+def samplers_figure(result: Mapping[str, Any]):
+    """``mdmt samplers``: per language, the network calls each sampler needs for SER <= target against L (log-log),
+    beside NFE = L and ceil(log2(L + 1)); arrows mark lengths where a sampler never reached the target."""
+    rows = result["rows"]
+    langs = list(dict.fromkeys(r["language"] for r in rows))
+    specs = list(dict.fromkeys(r["sampler"] for r in rows))
+    colour, marker = _colours(specs), _markers(specs)
+    with _style():
+        ncol = min(2, len(langs))
+        nrow = -(-len(langs) // ncol)
+        fig = _figure(min(PAGE_WIDTH, COLUMN_WIDTH * (1.1 * ncol + 0.6)), 2.4 * nrow + 0.5)
+        axes = list(fig.subplots(nrow, ncol, squeeze=False).ravel())
+        for ax in axes[len(langs):]:
+            ax.remove()
+        axes = axes[:len(langs)]
+        for ax, lang in zip(axes, langs):
+            Ls = sorted({r["L"] for r in rows if r["language"] == lang})
+            for p in specs:
+                rs = [r for r in rows if r["language"] == lang and r["sampler"] == p]
+                ok = [r for r in rs if r["reached"]]
+                if ok:
+                    ax.plot([r["L"] for r in ok], [r["calls"] for r in ok], marker=marker[p], ms=4, mfc="none",
+                            color=colour[p], label=p)
+                _not_reached(ax, [r["L"] for r in rs if not r["reached"]], f"{p}: not reached", colour[p])
+            _line(ax, Ls, Ls, color="k", ls=":", lw=1, label="calls = L")
+            _line(ax, Ls, [math.ceil(math.log2(L + 1)) for L in Ls], color="0.5", ls="--", lw=1,
+                  label="ceil(log2(L+1))")
+            ax.set_yscale("log")
+            _log2_axis(ax, Ls)
+            ax.set_xlabel("sequence length L")
+            ax.set_title(_short(lang), pad=9)
+        for ax in axes[::ncol]:
+            ax.set_ylabel(f"calls for SER ≤ {result['target']:g}")
+        _collect_legend(fig, list(axes), loc="outside right center", ncol=1)
+    return fig
+
+
 # ------------------------------------------------------------------------------------------------ saving
 
 def figure_format(path, default: str = "png") -> str:
@@ -332,6 +371,7 @@ def save(fig, path, software: str, dpi: int = 200):
 FIGURES = {"atlas.json": (("atlas", "atlas", atlas_figure),),
            "adaptive_ser.json": (("adaptive_ser", "adaptive ser", adaptive_ser_figure),),
            "adaptive_ter.json": (("adaptive_ter", "adaptive ter", adaptive_ter_figure),),
+           "samplers.json": (("samplers", "samplers", samplers_figure),),
            "figure1.json": (("figure1", "figure1", figure1_figure),
                             ("figure1_paper", "figure1_paper", figure1_paper_figure))}
 

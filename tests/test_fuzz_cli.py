@@ -200,8 +200,10 @@ CHECKPOINT = opt("--checkpoint", ["mdm/ckpt.pt", "ar/ckpt.pt"],
 
 
 def POLICIES_OPT(flag):  # noqa: N802 (an option like the constants above)
-    return opt(flag, ["iid", "stride", "confidence", "threshold:0.5", "entropy-sum:1"],
-               ["x", "", "threshold:2", "iid:bogus", "entropy-sum:-1", "threshold:nan", "random:x"])
+    return opt(flag, ["iid", "stride", "confidence", "threshold:0.5", "entropy-sum:1", "bisect", "verified:2",
+                      "remdm:cap:0.1", "optimal"],
+               ["x", "", "threshold:2", "iid:bogus", "entropy-sum:-1", "threshold:nan", "random:x", "bisect:0",
+                "verified", "remdm:x", "remdm:cap:5"])
 
 
 def commands() -> dict:
@@ -270,6 +272,14 @@ def commands() -> dict:
                    opt("--seed", [0, 3]), opt("--shards", [1, 2]), opt("--jobs", [1]),
                    opt("--scheduler", [], ["", "x", "8786", "tcp://"]), ([["--no-progress"]], []),
                    opt("--out", OUT_FOLDERS, BAD_OUT_FOLDERS), FORCE, JSON],
+        "schedule": [LANGUAGE, opt("-L", ["4", "6", "4,6"], ["0", "", "x", "-2", "1e3", "1000000000"], required=True),
+                     opt("-N", [1, 2, 3], BAD_INTS[:-2]), opt("--target", [0.1, 1], BAD_FLOATS), switch("--per-token"),
+                     opt("--profile", ["auto", "exact", "markov", "monte_carlo"], ["x", ""]),
+                     opt("--num", [2, 50], BAD_INTS[:-2]), JSON],
+        "samplers": [LANGUAGE, opt("--lengths", ["3", "6", "3,6"], ["0", "", "x", "-3", "1000000000"]),
+                     opt("--samplers", ["uniform,ar", "bisect,verified", "stride"], ["x", "", "remdm:cap:5"]),
+                     opt("--target", [0.1, 0.5], BAD_FLOATS), opt("--num", [2, 20], BAD_INTS[:-2]),
+                     ([["--no-progress"]], []), JSON],
         "adaptive sample": [LANGUAGE, opt("-L", [1, 3, 8], required=True), opt("-N", [1, 2, 4]), POLICIES_OPT("--policy"),
                             opt("--num", [1, 8], BAD_INTS[:-2]), opt("--seed", [0, 2]), switch("--kl"), JSON],
         "adaptive exact": [LANGUAGE, opt("-L", [1, 2, 3], required=True), opt("-N", [1, 2]), POLICIES_OPT("--policy"),

@@ -41,6 +41,8 @@ FOLDER_COMMANDS = {
     "adaptive ter": (["adaptive", "ter", "--language", "preset:2gram-ter", "--lengths", "4", "--policies", "iid",
                       "--num", "8", "--out", OUT],
                      ("adaptive_ter.csv", "adaptive_ter.json", "adaptive_ter.png"), []),
+    "samplers": (["samplers", "--language", "interval:2", "--lengths", "2", "--samplers", "uniform,verified",
+                  "--no-progress", "--out", OUT], ("samplers.csv", "samplers.json", "samplers.png"), []),
     "figure1": (["figure1", "--out", OUT, "--kinds", "oracle", "--ter-languages", "preset:2gram-ter",
                  "--ser-languages", "", "--steps", "2", "--lengths", "4", "--num", "4", "--no-progress"],
                 ("config.json", "figure1.csv", "figure1.json", "figure1.png", "figure1.md"), []),

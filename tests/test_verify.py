@@ -252,6 +252,37 @@ def _seed_mistake(monkeypatch, which):
 
         real = Family.drawn_codes
         monkeypatch.setattr(Family, "drawn_codes", lambda self, *a: tuple(max(c - 1, 0) for c in real(self, *a)))
+    elif which == "bisect midpoint off by one":
+        from mdmt.constructions.reverse import policies_beyond
+
+        def shifted(L, width=1):  # the midpoint of a run a..b taken at (a + b) // 2 + 1 (clipped to b)
+            B, depth, runs = -(-L // width), None, [(0, -(-L // width) - 1, 1)]
+            depth = np.zeros(B, dtype=np.int64)
+            while runs:
+                a, b, d = runs.pop()
+                if a <= b:
+                    mid = min((a + b) // 2 + 1, b)
+                    depth[mid] = d
+                    runs += [(a, mid - 1, d + 1), (mid + 1, b, d + 1)]
+            pos = np.arange(L)
+            return (depth[pos // width] - 1) * width + pos % width + 1
+        monkeypatch.setattr(policies_beyond, "bisect_order", shifted)
+    elif which == "acceptance ratio upside down":
+        from mdmt.constructions.reverse import verified
+
+        monkeypatch.setattr(verified, "accept_prob", lambda d, t: min(1.0, d / t) if t > 0 else 1.0)
+    elif which == "ReMDM sigma above its bound":
+        from mdmt.constructions.reverse import remdm
+
+        real_steps = remdm.remdm_steps
+
+        def loose(kind, eta, N):  # sigma 1.5 times ReMDM's, the reveal probability from it, unchecked
+            pu, sigma = real_steps(kind, eta, N)
+            t = np.arange(N, -1, -1) / N
+            a_t, a_s = (1 - t)[:-1], (1 - t)[1:]
+            s2 = 1.5 * sigma
+            return np.where(a_t < 1, (a_s - (1 - s2) * a_t) / np.where(a_t < 1, 1 - a_t, 1), 0.0), s2
+        monkeypatch.setattr(remdm, "remdm_steps", loose)
     elif which == "certifier deciding from float64 margins":
         from mdmt.bounds.refutation import certificate
         from mdmt.bounds.refutation.quantities import instance_quantities
@@ -277,7 +308,8 @@ def _seed_mistake(monkeypatch, which):
     ("monotone closure from the right end asks f' >= 0", "CE"),
     ("n-gram posterior with a little-endian context digit", "OP"), ("ball log2 divided by 2", "RF"),
     ("eps in its mean form", "RF"), ("dyadic rounding down", "RF"), ("Algorithm draws coded without their 1 +", "RF"),
-    ("certifier deciding from float64 margins", "RF")])
+    ("certifier deciding from float64 margins", "RF"), ("bisect midpoint off by one", "SP"),
+    ("acceptance ratio upside down", "SP"), ("ReMDM sigma above its bound", "SP")])
 def test_the_families_beyond_the_paper_catch_seeded_mistakes(monkeypatch, which, family):
     from mdmt.bounds.verification.verify import FULL_ONLY
 

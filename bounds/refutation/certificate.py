@@ -147,7 +147,11 @@ def exact_quantities(language, L: int, process: str = "iid", N: int | None = Non
     if V ** L > MAX_CERTIFIED_SEQUENCES:
         raise NotCertifiable(f"exact certificates enumerate V^L = {V}^{L} sequences and every revealed state; at "
                              f"most {MAX_CERTIFIED_SEQUENCES} sequences are supported")
-    policy = parse_policy(process, N)
+    from mdmt.constructions.reverse.policies_beyond import resolve
+
+    policy = resolve(parse_policy(process, N), language, L)
+    if hasattr(policy, "exact_law"):
+        raise NotCertifiable(f"process {policy.spec!r} is not a reveal-only process: its law is float64 only")
     ref = Reference(language, L, exact=True)
     q = [Fraction(v) for v in ref.q_frac]
     X = bf.all_sequences(V, L)

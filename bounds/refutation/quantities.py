@@ -48,7 +48,9 @@ def instance_quantities(language: Language, L: int, process: str = "iid", N: int
     from ..studies.atlas import process_law
 
     L = positive_int("L", L)
-    policy = parse_policy(process, N)
+    from mdmt.constructions.reverse.policies_beyond import resolve
+
+    policy = resolve(parse_policy(process, N), language, L)
     tables = build_tables(language, L)
     D = denoiser_table(tables, denoiser)
     V = tables.V
@@ -67,7 +69,8 @@ def instance_quantities(language: Language, L: int, process: str = "iid", N: int
                sum_MI=info["sum_mutual_information"])
     r = process_law(language, L, policy, tables, D, n)
     kl, ser, nfe = r["kl"], r["ser"], r["expected_nfe"]
-    out["E_TC"] = float(r["total_correlation"])
+    if r["total_correlation"] is not None:  # remasking and verified drafting have no teacher-forced chain
+        out["E_TC"] = float(r["total_correlation"])
     if r["E_D"] is not None:
         out["E_D"] = float(r["E_D"])
     if isinstance(policy, IID) and interval is not None:

@@ -42,6 +42,7 @@ from mdmt.constructions.reverse.exact import exact_output_law
 from mdmt.constructions.reverse.information import information_profile, information_quantities
 from mdmt.constructions.reverse.policies import (IID, EntropySum, FixedOrder, RandomSizes, Sizes, Threshold, cut_weights,
                                                   fixed_step_sizes, policy_list)
+from mdmt.constructions.reverse.policies_beyond import resolve
 from mdmt.constructions.reverse.policy_exact import exact_policy_law, teacher_forced
 from mdmt.constructions.reverse.schedules import expected_nfe
 from mdmt.constructions.reverse.tables import build_tables, denoiser_table
@@ -141,6 +142,10 @@ def _ratio(a, b):
     return a / b if b > 0 else math.inf
 
 
+def _is_oracle_table(tables, table) -> bool:
+    return table is not None and np.array_equal(table, denoiser_table(tables, None))
+
+
 def process_law(language, L: int, policy, tables, table, n: int | None) -> dict:
     """The exact law of one reverse process and its chain expectations (module docstring).
 
@@ -149,6 +154,11 @@ def process_law(language, L: int, policy, tables, table, n: int | None) -> dict:
     these come from mdmt's evaluators of Section 3.2 and (C1)-(C4); for the other processes from the
     policy chain and its teacher-forced twin (the process's own law of (U_j, S_j)).
     """
+    if hasattr(policy, "exact_law"):  # remasking, verified drafting: no reveal chain, no teacher forcing
+        res, nfe = policy.exact_law(language, L, support_only=False, tables=tables,
+                                    table=None if table is None or _is_oracle_table(tables, table) else table)
+        return {"kl": res.kl_nats, "ser": res.ser, "expected_nfe": nfe, "assignment_kl": None,
+                "total_correlation": None, "learning": None, "E_D": None}
     if isinstance(policy, IID):
         law = exact_output_law(language, L, policy.pi, support_only=False, tables=tables, table=table)
         cq = chain_quantities(language, L, policy.pi, tables=tables, table=table)
@@ -179,12 +189,17 @@ def atlas(language: Language, L: int, N: int, processes: str = DEFAULT_PROCESSES
     TC, DTC, sumI = info["total_correlation"], info["dual_total_correlation"], info["sum_mutual_information"]
     rows = []
     for pol in policies:
+        pol = resolve(pol, language, L)  # optimal: the DP's sizes for this language and L
         r = process_law(language, L, pol, tables, D, n)
         kl, ser, nfe = r["kl"], r["ser"], r["expected_nfe"]
         akl, tc, learn = r["assignment_kl"], r["total_correlation"], r["learning"]
-        cb = None if n is None else CHAIN_BOUND.evaluate(epsilon_learning=learn / L, V=V, E_D=r["E_D"], L=L) * L
+        cb = None if n is None or r["E_D"] is None else CHAIN_BOUND.evaluate(epsilon_learning=learn / L, V=V, E_D=r["E_D"], L=L) * L
         sizes = fixed_step_sizes(pol, L)
         lc = None if sizes is None else (2 ** math.ceil(math.log2(int(max(sizes)))) - 1) / L * sumI + learn
+        if akl is None:  # remasking, verified drafting: only the law, its KL, SER and E[NFE]
+            rows.append({"process": pol.spec, "adaptive": pol.adaptive, "expected_nfe": nfe, "kl": kl,
+                         "kl_bits_per_token": kl / (L * math.log(2)), "ser": ser})
+            continue
         K = nfe if isinstance(pol, (Threshold, EntropySum)) else N
         row = {"process": pol.spec, "adaptive": pol.adaptive, "expected_nfe": nfe, "kl": kl,
                "kl_bits_per_token": kl / (L * math.log(2)), "ser": ser, "assignment_kl": akl,

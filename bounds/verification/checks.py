@@ -75,6 +75,7 @@ FAMILIES = {  # key: title (at most 42 characters, for one line per family)
     "IT": "information: H, TC, DTC, sum I, profile",
     "PL": "policy laws = trajectory enumeration",
     "CE": "certification refuses false steps",
+    "SP": "samplers: DP, bisect, ReMDM, verified",
     "IA": "interval arithmetic encloses exact values",
     "OP": "oracle posteriors q(x_i | x_U) = joint",
     "RF": "refutation: claims, certificates by hand",

@@ -92,7 +92,13 @@ class Job:
     cost: float = 0.1  # expected seconds (first run included): worker processes take the costliest groups first
 
 
-FULL_ONLY = frozenset({"OP", "PB"})  # families that only the full verify runs
+FULL_ONLY = frozenset({"OP", "PB", "SP"})  # families that only the full verify runs
+
+
+def _sampler_rows():
+    from .references_samplers import sampler_rows
+
+    return sampler_rows()
 
 
 def jobs(quick: bool) -> list[Job]:
@@ -116,6 +122,7 @@ def jobs(quick: bool) -> list[Job]:
     if not quick:  # FULL_ONLY below: its kernels (the languages' own posteriors) cost more to compile than the rest of --quick
         out.append(Job(("OP",), beyond.posterior_rows, "oracle posteriors"))
         out.append(Job(("PB",), parallelbench_rows, "ParallelBench Section 4", cost=20.0))
+        out.append(Job(("SP",), _sampler_rows, "samplers beyond the paper", cost=6.0))
     for inst in instances(quick):
         out.append(Job(("C3", "C4"), partial(checks.tc_rows, inst), f"{inst.key}: total correlations", inst.key))
         out.append(Job(("C1", "C2", "C2E", "C4E", "EQ3", "LE", "T43", "T44"),

@@ -63,6 +63,8 @@ import numpy as np
 from mdmt.defaults import POLICY_FORMS
 
 from mdmt.runtime.validation import positive_int
+from . import policies_beyond
+from .process_base import LawProcess
 from .schedules import as_pi, expected_nfe as iid_expected_nfe, parse_schedule, reveal_probabilities, reveal_rates
 from mdmt.runtime.numba_cache import configure_numba_cache
 
@@ -478,6 +480,48 @@ class FixedOrder(Policy):
         return float(len(np.unique(self.order(L))))
 
 
+_PROFILES: dict = {}  # (id(language), L, method) -> (language, information profile): OptimalSizes.bind's cache
+
+
+class OptimalSizes(Policy):
+    """The DP's sizes over N steps (SPEC ``optimal``; :mod:`.policies_beyond`); :meth:`bind` fixes them for a
+    language and L (:func:`.policies_beyond.resolve`)."""
+
+    def __init__(self, N: int, method: str = "auto"):
+        self.N = positive_int("number of steps N", N)
+        self.method = method
+        self.spec = "optimal"
+
+    def bind(self, language, L: int) -> Sizes:
+        """The fixed sizes optimal for ``language`` at length L (the profile kept for a search over N)."""
+        from .optimal_schedule import optimal_sizes, profile
+
+        key = (id(language), int(L), self.method)
+        hit = _PROFILES.get(key)
+        if hit is None or hit[0] is not language:
+            hit = (language, profile(language, L, self.method)["profile"])
+            _PROFILES[key] = hit
+            while len(_PROFILES) > 8:
+                _PROFILES.pop(next(iter(_PROFILES)))
+        sizes, _ = optimal_sizes(hit[1], self.N)
+        return Sizes(sizes, spec="optimal")
+
+    def plans(self, L):
+        raise ValueError("policy 'optimal' depends on the language: bind it first (policies_beyond.resolve)")
+
+
+class Bisect(FixedOrder):
+    """The bisection order with blocks of W positions (SPEC ``bisect[:W]``; :func:`.policies_beyond.bisect_order`)."""
+
+    def __init__(self, width: int = 1):
+        self.width = positive_int("bisect block width W", width)
+        self._order, self.kind, self.N = None, "bisect", None
+        self.spec = "bisect" if self.width == 1 else f"bisect:{self.width}"
+
+    def order(self, L):
+        return policies_beyond.bisect_order(L, self.width)
+
+
 def fixed_step_sizes(policy: Policy, L: int) -> np.ndarray | None:
     """The step sizes s_1..s_K of a process whose sizes do not depend on the tokens (fixed and balanced sizes,
     top-k, fixed orders); None for i.i.d. steps, random sizes, threshold and entropy-sum."""
@@ -510,7 +554,7 @@ def parse_policy(spec: str, N: int | None = None, cap: bool = False, sizes: list
         if head in SCORES:
             return TopK(head, sizes=sizes)
         raise ValueError(f"policy {spec!r}: explicit step sizes apply to uniform, {', '.join(SCORES)} only")
-    if isinstance(spec, Policy):
+    if isinstance(spec, (Policy, LawProcess)):
         return spec
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"policy {spec!r}: expected one of {FORMS}")
@@ -542,6 +586,12 @@ def parse_policy(spec: str, N: int | None = None, cap: bool = False, sizes: list
         return Threshold(value, steps) if head == "threshold" else EntropySum(value, steps)
     if head in ORDERS and not sep:
         return FixedOrder(head, need_n())
+    if head == "optimal" and not sep:  # the samplers beyond the paper (:mod:`.policies_beyond`, docs/samplers.md)
+        return OptimalSizes(need_n())
+    if head == "bisect":
+        return Bisect(policies_beyond.int_parameter(rest, f"policy {text!r}: the block width W") if sep else 1)
+    if head in ("remdm", "verified"):
+        return policies_beyond.parse_law_process(text, N)
     raise ValueError(f"policy {text!r}: expected one of {FORMS}")
 
 

@@ -34,6 +34,7 @@ from mdmt.constructions.types import Denoiser, Language
 
 from .exact import ExactResult
 from .policies import FIXED, NO_SCORE, RATE, SIZE, Policy, score_table, step_count, step_cut
+from .policies_beyond import resolve
 from .tables import Tables, build_tables, denoiser_table, support_table
 from mdmt.runtime.numba_cache import configure_numba_cache
 
@@ -263,6 +264,10 @@ def exact_policy_law(language: Language, L: int, policy: Policy, denoiser: Denoi
     and E[NFE] is known only for policies that do not read the denoiser; otherwise every state is
     followed (the oracle continued by the uniform law off the support) and E[NFE] is exact.
     """
+    policy = resolve(policy, language, L)
+    if hasattr(policy, "exact_law"):  # remasking, verified drafting: their own chains (policies_beyond)
+        res, nfe = policy.exact_law(language, L, denoiser=denoiser, support_only=support_only, tables=tables, table=table)
+        return PolicyLaw(res, nfe)
     tables = tables or build_tables(language, L)
     if tables.L != L:
         raise ValueError(f"tables were built for L = {tables.L}, not L = {L}")
@@ -288,6 +293,9 @@ def teacher_forced(language: Language, L: int, policy: Policy, denoiser: Denoise
     (E sum_j TC(X_{S_j} | x_{U_j})), ``learning`` (E sum_j sum_{i in S_j} KL(q(.|x_U) || p(.|x_U))),
     ``expected_nfe`` (along x ~ q) and, with ``track_patterns``, ``pattern_law``.
     """
+    policy = resolve(policy, language, L)
+    if hasattr(policy, "exact_law"):
+        raise ValueError(f"policy {policy.spec!r} is not a reveal-only process: it has no teacher-forced chain")
     tables = tables or build_tables(language, L)
     if tables.L != L:
         raise ValueError(f"tables were built for L = {tables.L}, not L = {L}")

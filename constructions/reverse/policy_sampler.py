@@ -33,6 +33,7 @@ from .confidence import mean_interval
 from mdmt.runtime.validation import MASK, as_rng, positive_int
 from .denoisers import oracle_denoiser
 from .policies import FIXED, RATE, SIZE, Policy, score_table, step_count, step_cut
+from .policies_beyond import resolve
 from .sampler import SampleResult, draw_tokens
 from .support_exact import check_decode, greedy_table
 from mdmt.runtime.numba_cache import configure_numba_cache
@@ -165,6 +166,9 @@ def sample_policy(language: Language, L: int, policy: Policy, num: int, denoiser
     num = positive_int("num", num, minimum=0)
     batch = positive_int("batch", batch)
     rng = as_rng(seed)
+    policy = resolve(policy, language, L)
+    if hasattr(policy, "sample"):  # remasking, verified drafting: their own samplers (policies_beyond)
+        return policy.sample(language, L, num, denoiser=denoiser, rng=rng)
     den = denoiser if denoiser is not None else oracle_denoiser(language)
     t0 = time.perf_counter()
     X, nfe, steps, _ = _run(language, L, policy, num, den, rng, batch, decode=decode)
@@ -182,6 +186,9 @@ def teacher_forced_estimate(language: Language, L: int, policy: Policy, num: int
     num = positive_int("num", num)
     batch = positive_int("batch", batch)
     rng = as_rng(seed)
+    policy = resolve(policy, language, L)
+    if hasattr(policy, "sample"):
+        raise ValueError(f"policy {policy.spec!r} is not a reveal-only process: it has no teacher-forced estimate")
     den = denoiser if denoiser is not None else oracle_denoiser(language)
     x = language.sample_sequences(num, L, rng)
     _, nfe, _, logp = _run(language, L, policy, num, den, rng, batch, x_true=x)

@@ -170,6 +170,8 @@ def _sample(args) -> int:
         check_explicit_length(lang, args)
     pol = _parse_policy(args)
     den, what = _denoiser(args, lang)
+    if hasattr(pol, "sample") and not args.checkpoint:  # remasking, verified drafting: the language's own oracle
+        den, what = None, "oracle"
     try:
         res = sample_policy(lang, args.length, pol, args.num, denoiser=den, seed=args.seed, decode=args.decode)
     except ValueError as exc:
@@ -210,7 +212,8 @@ def _exact(args) -> int:
         law = exact_policy_law(lang, args.length, pol, support_only=False)
     except ValueError as exc:
         raise _more_steps_than_positions(args, exc) from None
-    tf = teacher_forced(lang, args.length, pol)
+    # remasking and verified drafting are not reveal-only processes: they have no teacher-forced chain
+    tf = {} if hasattr(pol, "exact_law") else teacher_forced(lang, args.length, pol)
     out = {"length": args.length, "steps": args.steps, "policy": pol.spec, "kl_nats": law.result.kl_nats,
            "kl_bits_per_token": law.result.kl_bits_per_token, "ser": law.result.ser,
            "expected_nfe": law.expected_nfe, **{f"teacher_forced_{k}": v for k, v in tf.items()}}

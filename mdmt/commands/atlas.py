@@ -97,7 +97,7 @@ def _run(args, prov) -> int:
               "nats")
         marks = {"chain_bound": "chain_bound_holds", "li_cai": "li_cai_holds", "pb_lower": "pb_holds",
                  "assignment_kl": "assignment_kl_holds"}
-        rows = [[r[c] for c in _SHOW] for r in res["rows"]]
+        rows = [[r.get(c) for c in _SHOW] for r in res["rows"]]
         flags = [["" if r.get(marks.get(c, ""), None) is not False else " !" for c in _SHOW] for r in res["rows"]]
         print(format_table(list(_SHOW), rows, marks=flags))
     print("\nnats; '!' marks a bound that fails on this instance (see docs/atlas.md for which assumptions apply);"

@@ -1,0 +1,204 @@
+"""Verified drafting (SPEC ``verified:B``): an MDM drafts a block, the exact causal conditionals verify it.
+
+A *round* starts from the revealed prefix x_{<i} (everything after it masked) and takes the block
+k = i, ..., e - 1, e = min(i + B, L):
+
+1. **draft** -- one call of the masked denoiser: every block position is drafted independently from
+   its oracle marginal given the prefix, y_k ~ d_k = q(x_k | x_{<i}) (the factorised law of Eq. 3);
+2. **verify** left to right with the causal conditionals t_k = q(x_k | x_{<k}), x_{i..k-1} the drafts
+   already accepted: y_k is accepted with probability min(1, t_k(y_k) / d_k(y_k)); at the first
+   rejection x_k is drawn from the residual (t_k - d_k)^+ / ||(t_k - d_k)^+||_1 and the round ends.
+
+This is speculative sampling (Leviathan, Kalman & Matias, "Fast inference from transformers via
+speculative decoding", ICML 2023, Theorem 1): each revealed token has law t_k exactly, so the output
+law is the language's, q, whatever B -- only the number of rounds is random.  In self-speculative
+masked diffusion (Campbell et al., arXiv 2510.03929) the draft and its causal verification are one
+forward pass of one network; mdmt counts one network call per round (NFE = rounds; the first draft
+of a block is always accepted, since d_i = t_i, so a round reveals between 1 and B tokens; B = 1 is
+autoregressive sampling, L calls).
+
+:func:`verified_law` gives the exact output law and E[rounds] by enumerating every round from every
+reachable prefix (small L, from the joint tables); :func:`sample_verified` runs the process at any
+L on an HMM or n-gram (forward filtering gives d_k and t_k).  Both use :func:`accept_prob` and
+:func:`residual_law`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from mdmt.runtime.validation import positive_int
+
+from .process_base import LawProcess
+
+MAX_PREFIXES = 1 << 16  # V^L prefixes enumerated (in Python) by the exact law
+
+
+def accept_prob(d: float, t: float) -> float:
+    """Speculative sampling's acceptance probability of a draft token: min(1, t(y) / d(y)) (d(y) > 0)."""
+    return min(1.0, t / d)
+
+
+def residual_law(d: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The resampling law after a rejection: (t - d)^+ normalised (t itself when d = t: never used then)."""
+    r = np.maximum(t - d, 0.0)
+    z = r.sum(axis=-1, keepdims=True)
+    return np.where(z > 0, r / np.where(z > 0, z, 1.0), t)
+
+
+def verified_law(language, L: int, B: int, tables=None) -> tuple[np.ndarray, float, object]:
+    """(p on V^L in the tables' order, E[rounds], tables): every round from every reachable prefix (module docstring).
+
+    Off the support (reachable only through a faulty acceptance rule) the conditionals are uniform.
+    """
+    from .tables import build_tables
+
+    L = positive_int("L", L)
+    B = positive_int("block size B", B)
+    V = language.n_symbols
+    if L * math.log2(max(V, 2)) > math.log2(MAX_PREFIXES):
+        raise ValueError(f"the exact law of verified drafting at L = {L} enumerates up to V^L = {V}^{L} prefixes; at "
+                         f"most {MAX_PREFIXES} are supported (use the Monte Carlo sampler)")
+    tables = tables or build_tables(language, L)
+    V, qx = tables.V, tables.q_ext
+    strides = tables.strides
+
+    def cond(state: int, k: int) -> np.ndarray:
+        base = state - V * strides[k]  # digit k set to token 0
+        vals = qx[base + strides[k] * np.arange(V)]
+        z = qx[state]
+        return vals / z if z > 0 else np.full(V, 1.0 / V)
+
+    frontier = [dict() for _ in range(L + 1)]
+    frontier[0][int(V * strides.sum())] = 1.0  # the all-masked state
+    out = np.zeros(tables.n_states)
+    rounds = 0.0
+
+    def emit(state, length, mass):
+        if length == L:
+            out[state] += mass
+        else:
+            frontier[length][state] = frontier[length].get(state, 0.0) + mass
+
+    for i in range(L):
+        for s, mass in frontier[i].items():
+            rounds += mass
+            e = min(i + B, L)
+            drafts = [cond(s, k) for k in range(i, e)]
+            stack = [(s, i, mass)]
+            while stack:
+                cur, k, w = stack.pop()
+                d, t = drafts[k - i], cond(cur, k)
+                rej = 0.0
+                for y in range(V):
+                    if d[y] == 0.0:
+                        continue
+                    a = accept_prob(d[y], t[y])
+                    nxt = cur + (y - V) * strides[k]
+                    if a > 0.0:
+                        if k + 1 == e:
+                            emit(nxt, e, w * d[y] * a)
+                        else:
+                            stack.append((nxt, k + 1, w * d[y] * a))
+                    rej += w * d[y] * (1.0 - a)
+                if rej > 0.0:
+                    res = residual_law(d, t)
+                    for z in np.flatnonzero(res > 0):
+                        emit(cur + (int(z) - V) * strides[k], k + 1, rej * res[z])
+    return out[tables.full_index], float(rounds), tables
+
+
+def sample_verified(language, L: int, B: int, num: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(samples (num, L), rounds (num,)) of verified drafting at any L (module docstring), forward filtering on the HMM."""
+    from ..languages.ngram import as_hmm
+
+    L = positive_int("L", L)
+    B = positive_int("block size B", B)
+    hmm = as_hmm(language)
+    A = np.asarray(hmm.transmat_, dtype=np.float64)
+    E = np.asarray(hmm.emissionprob_, dtype=np.float64)
+    V = E.shape[1]
+    X = np.full((num, L), -1, dtype=np.int64)
+    pos = np.zeros(num, dtype=np.int64)
+    pred = np.tile(np.asarray(hmm.startprob_, dtype=np.float64), (num, 1))  # law of h_pos given x_{<pos}
+    rounds = np.zeros(num, dtype=np.int64)
+
+    def draw(P, u):
+        c = np.cumsum(P, axis=1)
+        return np.minimum((c < u[:, None] * c[:, -1:]).sum(axis=1), V - 1)
+
+    def observe(law, x):
+        a = law * E[:, x].T
+        a /= a.sum(axis=1, keepdims=True)
+        return a @ A
+
+    while True:
+        act = np.flatnonzero(pos < L)
+        if act.size == 0:
+            break
+        rounds[act] += 1
+        p0, g = pos[act], pred[act]
+        blen = np.minimum(B, L - p0)
+        drafts, ys = [], []
+        for o in range(B):  # one call: the marginals of the block given the prefix, drawn independently
+            d = g @ E
+            d /= d.sum(axis=1, keepdims=True)
+            drafts.append(d)
+            ys.append(draw(d, rng.random(act.size)))
+            g = g @ A
+        cur = pred[act].copy()
+        alive = np.ones(act.size, dtype=bool)
+        newpos = p0.copy()
+        for o in range(B):
+            live = np.flatnonzero(alive & (o < blen))
+            if live.size == 0:
+                break
+            t = cur[live] @ E
+            t /= t.sum(axis=1, keepdims=True)
+            d, y = drafts[o][live], ys[o][live]
+            r = np.arange(live.size)
+            a = np.minimum(1.0, t[r, y] / d[r, y])
+            ok = rng.random(live.size) < a
+            z = y.copy()
+            bad = ~ok
+            if bad.any():
+                z[bad] = draw(residual_law(d[bad], t[bad]), rng.random(int(bad.sum())))
+                alive[live[bad]] = False
+            X[act[live], p0[live] + o] = z
+            cur[live] = observe(cur[live], z)
+            newpos[live] = p0[live] + o + 1
+        pos[act] = newpos
+        pred[act] = cur
+    return X, rounds
+
+
+class Verified(LawProcess):
+    """Verified drafting with blocks of B positions (SPEC ``verified:B``; module docstring)."""
+
+    def __init__(self, B: int):
+        self.B = positive_int("block size B", B)
+        self.spec = f"verified:{self.B}"
+
+    def exact_law(self, language, L, denoiser=None, support_only=True, tables=None, table=None):
+        from .exact import ExactResult
+
+        if denoiser is not None or table is not None:
+            raise ValueError(f"policy {self.spec!r} verifies with the oracle's causal conditionals: no other denoiser")
+        p, rounds, tables = verified_law(language, L, self.B, tables)
+        res = ExactResult(sequences=tables.sequences, q=tables.q, p=p, pi=np.empty(0), support_only=support_only)
+        return res, rounds
+
+    def sample(self, language, L, num, denoiser=None, rng=None):
+        from .sampler import SampleResult
+
+        if denoiser is not None:
+            raise ValueError(f"policy {self.spec!r} verifies with the oracle's causal conditionals: no other denoiser")
+        t0 = time.perf_counter()
+        X, rounds = sample_verified(language, L, self.B, num, rng)
+        return SampleResult(X, rounds, None, time.perf_counter() - t0, "verified")
+
+    def expected_nfe(self, L):
+        return None
