@@ -78,6 +78,7 @@ TAB = "constructions/reverse/tables.py"
 CUR = "bounds/studies/curves.py"
 AT = "bounds/studies/atlas.py"
 POL = "constructions/reverse/policies.py"
+POL_RULES = "constructions/reverse/policy_rules.py"  # the scores, step counts and the cut of policies.py
 PEX = "constructions/reverse/policy_exact.py"
 INF = "constructions/reverse/information.py"
 CERT = "bounds/theorems/certify.py"
@@ -210,21 +211,21 @@ MUTANTS = [
     Mutant("M53", AT, "            er += max(0.0, 1.0 - acc) ** (N - 1)", "            er += max(0.0, 1.0 - acc) ** N",
            "profile closed form of random sizes with N boundaries for N - 1", tests=T_ATLAS),
     # --- the policies
-    Mutant("M54", POL, "        return top[..., -1] - top[..., -2]", "        return top[..., -1] - P.min(axis=-1)",
+    Mutant("M54", POL_RULES, "        return top[..., -1] - top[..., -2]", "        return top[..., -1] - P.min(axis=-1)",
            "margin score: top-1 minus the smallest probability (not the second largest)", tests=T_POL),
     Mutant("M55", POL, "        return i % N + 1", "        return (L - 1 - i) % N + 1", "stride order counted from the right end",
            tests=T_POL),
     Mutant("M56", POL, '"tc": 1.0 / (L - u)', '"tc": 1.0 / (L - u + 1)', "random sizes: tc boundary law 1/(L - u + 1)",
            tests=T_POL),
-    Mutant("M57", POL, "    thr = vals[m - c]  # the c-th largest score", "    thr = vals[m - c - 1]  # the c-th largest score",
+    Mutant("M57", POL_RULES, "    thr = vals[m - c]  # the c-th largest score", "    thr = vals[m - c - 1]  # the c-th largest score",
            "top-k cut at the (c+1)-th largest score", tests=T_POL,
            equivalent="the positions above the (c+1)-th largest score are the c largest, revealed for certain either "
                       "way, unless the c-th and (c+1)-th scores differ by less than TIE_TOL = 1e-9 without being equal "
                       "(no instance has such scores); no law changes, only step_cut's split into sure and tied "
                       "positions, which a contract test of step_cut checks"),
-    Mutant("M58", POL, "        h.sort()\n        cum = 0.0", "        cum = 0.0",
+    Mutant("M58", POL_RULES, "        h.sort()\n        cum = 0.0", "        cum = 0.0",
            "entropy-sum: positions taken in their order, not by increasing entropy", tests=T_POL),
-    Mutant("M59", POL, "        return c if c > 0 else 1", "        return c if c > 0 else m",
+    Mutant("M59", POL_RULES, "        return c if c > 0 else 1", "        return c if c > 0 else m",
            "threshold: reveal every masked position when none is confident (not the most confident one)", tests=T_POL),
     Mutant("M60", PEX, "    acc[0] += mw\n", "    acc[0] += mw * n_sub\n", "E[NFE] counts revealed positions, not evaluations",
            tests=T_POL),
@@ -255,7 +256,7 @@ MUTANTS = [
            "                    if seg[k, 4] <= 2 and not score_mode and transform != 2:",
            "segment sampler: segments with two reveals not re-checked for q(x_U) = 0",
            tests=("tests/test_sampler.py", "tests/test_ddpm_cache.py", "tests/test_inference.py")),
-    Mutant("M70", POL, "    return ns, nt, c - ns\n", "    return ns, min(nt, c - ns), c - ns\n",
+    Mutant("M70", POL_RULES, "    return ns, nt, c - ns\n", "    return ns, min(nt, c - ns), c - ns\n",
            "top-k ties broken by position (the leftmost tied) instead of uniformly at random", tests=T_POL),
     # --- the refutation layer (claims, claim quantities, certificates, families, shards) and verify's own checks
     Mutant("M71", CLA, "            return x.log() / arb(2).log()", "            return x.log() / arb(2)",

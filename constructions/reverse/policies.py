@@ -47,8 +47,8 @@ between two exact evaluations of the same marginal, far below any genuine differ
 mdmt's languages).  The exact output law (:mod:`.policy_exact`) averages over this uniform
 choice; the sampler (:mod:`.policy_sampler`) draws it from the seeded generator (the tied
 positions with the smallest of one uniform key per position).  The count rules (threshold,
-entropy-sum) and the cut are the numba functions :func:`step_count` and :func:`step_cut`, used by
-both.
+entropy-sum) and the cut are the numba functions :func:`~.policy_rules.step_count` and
+:func:`~.policy_rules.step_cut` (:mod:`.policy_rules`), used by both.
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ import itertools
 import math
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 
 from mdmt.defaults import POLICY_FORMS
@@ -66,95 +65,12 @@ from mdmt.runtime.validation import positive_int
 from . import policies_beyond
 from .process_base import LawProcess
 from .schedules import as_pi, expected_nfe as iid_expected_nfe, parse_schedule, reveal_probabilities, reveal_rates
-from mdmt.runtime.numba_cache import configure_numba_cache
 
-configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
+from .policy_rules import (CONFIDENCE, ENTROPY_SUM, FIXED, MARGIN, NEG_ENTROPY, NO_SCORE, RATE, SCORES, SIZE, THRESHOLD,
+                           TIE_TOL, TOPK, score_table, step_cut, step_count)
 
-TIE_TOL = 1e-9
-
-# kernel codes of a step's rule
-RATE, SIZE, TOPK, THRESHOLD, ENTROPY_SUM, FIXED = range(6)
-# score codes (higher = revealed first)
-NO_SCORE, CONFIDENCE, MARGIN, NEG_ENTROPY = -1, 0, 1, 2
-SCORES = {"confidence": CONFIDENCE, "margin": MARGIN, "entropy": NEG_ENTROPY}
 SIZE_LAWS = ("tc", "dtc", "uniform")
 MAX_COMPOSITIONS = 1 << 16  # exact law of random sizes: at most this many step-size vectors
-
-
-# ----------------------------------------------------------------------------- scores and the shared rule
-
-def score_table(P: np.ndarray, score: int) -> np.ndarray:
-    """The score of each marginal along the last axis of P (..., V): higher is revealed first.
-
-    ``CONFIDENCE``: max_v p(v); ``MARGIN``: top-1 minus top-2 probability; ``NEG_ENTROPY``: sum_v p log p
-    (minus the entropy in nats, 0 log 0 = 0).
-    """
-    P = np.asarray(P, dtype=np.float64)
-    if score == CONFIDENCE:
-        return P.max(axis=-1)
-    if score == MARGIN:
-        if P.shape[-1] < 2:
-            raise ValueError("the margin score needs a vocabulary of at least 2 tokens")
-        top = np.partition(P, P.shape[-1] - 2, axis=-1)
-        return top[..., -1] - top[..., -2]
-    if score == NEG_ENTROPY:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(P > 0, P * np.log(np.where(P > 0, P, 1.0)), 0.0).sum(axis=-1)
-    raise ValueError(f"unknown score code {score!r}")
-
-
-@nb.njit(cache=True)
-def step_count(mode, k, score_row, pos, m, tau, gamma):
-    """How many of the m masked positions pos[:m] a step reveals (before the cut picks which)."""
-    if mode == THRESHOLD:
-        c = 0
-        for t in range(m):
-            if score_row[pos[t]] > tau:
-                c += 1
-        return c if c > 0 else 1
-    if mode == ENTROPY_SUM:
-        h = np.empty(m)
-        for t in range(m):
-            h[t] = -score_row[pos[t]]
-        h.sort()
-        cum = 0.0
-        for t in range(m):
-            cum += h[t]
-            if cum > gamma:
-                return t + 1
-        return m
-    return k if k < m else m
-
-
-@nb.njit(cache=True)
-def step_cut(uniform, score_row, pos, m, c, sure, tied):
-    """The cut of a step revealing c of the masked positions pos[:m] (module docstring, "Ties").
-
-    Fills ``sure`` (revealed for certain) and ``tied`` (a uniformly random r of them are revealed);
-    returns (n_sure, n_tied, r).  ``uniform``: every masked position is tied (a uniform c-subset).
-    """
-    if c <= 0:
-        return 0, 0, 0
-    if uniform or c >= m:
-        for t in range(m):
-            tied[t] = pos[t]
-        return 0, m, (c if c < m else m)
-    vals = np.empty(m)
-    for t in range(m):
-        vals[t] = score_row[pos[t]]
-    vals.sort()
-    thr = vals[m - c]  # the c-th largest score
-    ns = 0
-    nt = 0
-    for t in range(m):
-        s = score_row[pos[t]]
-        if s > thr + TIE_TOL:
-            sure[ns] = pos[t]
-            ns += 1
-        elif s >= thr - TIE_TOL:
-            tied[nt] = pos[t]
-            nt += 1
-    return ns, nt, c - ns
 
 
 # ----------------------------------------------------------------------------- plans
