@@ -14,6 +14,13 @@ TER_SCHEDULES = ("warmstart", "linear", "cosine")
 POLICY_FORMS = ("iid[:SCHEDULE], uniform, random:tc|dtc|uniform, confidence, margin, entropy, threshold:TAU, "
                 "entropy-sum:GAMMA, stride, blocks, optimal, bisect[:W], remdm:cap|rescale|loop[:ETA], verified:B")
 
+#: Where balanced step sizes from N put the L mod N larger steps: on the first steps (LLaDA's
+#: ``get_num_transfer_tokens``, reused by ParallelBench's code) or the last (docs/tasks.md).
+REMAINDERS = ("first", "last")
+
+#: How a step's tokens are chosen: sampled from the marginals (temperature 1) or greedy (argmax, ties uniformly).
+DECODES = ("sample", "greedy")
+
 #: The reverse processes of ``mdmt atlas`` by default: every family the atlas knows.
 ATLAS_PROCESSES = ("iid,uniform,random:tc,random:dtc,confidence,margin,entropy,threshold:0.9,entropy-sum:1,"
                    "stride,blocks")

@@ -8,9 +8,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..theorems import parallelbench as pb
+from mdmt.defaults import DECODES
 
 FIGURE_TASKS = ("shuffle", "replace-random", "copy")
-DECODES = ("sample", "greedy")
 
 
 def accuracy_rows(n: int = 8, tasks=FIGURE_TASKS, decodes=DECODES, remainder: str = "last") -> list[dict]:

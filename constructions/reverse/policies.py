@@ -59,7 +59,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdmt.defaults import POLICY_FORMS
+from mdmt.defaults import POLICY_FORMS, REMAINDERS
 
 from mdmt.runtime.validation import positive_int
 from . import policies_beyond
@@ -101,7 +101,6 @@ def _plan(mode, n, k=None, rate=None, **kw) -> Plan:
                 np.zeros(n) if rate is None else np.asarray(rate, np.float64), **kw)
 
 
-REMAINDERS = ("first", "last")
 
 
 def balanced_sizes(L: int, N: int, remainder: str = "first") -> np.ndarray:

@@ -55,10 +55,10 @@ from mdmt.runtime.resources import check_memory, check_work
 from .policies import CONFIDENCE, FIXED, MARGIN, NO_SCORE, RATE, SIZE, TIE_TOL, Policy, step_count, step_cut
 from .support_rationals import exact_rationals, rational_cost, rational_supported
 from .support_symmetry import integer_weights, orbits, position_symmetric, symmetry_generators
+from mdmt.defaults import DECODES
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
-DECODES = ("sample", "greedy")
 MAX_LENGTH = 24  # 2^L revealed sets per target
 RATIONAL_BUDGET = 4_000_000  # default: rationals when (representatives) x (transitions) stays below this
 

@@ -13,8 +13,7 @@ from ._common import int_list
 
 
 def add_decoding(p, sizes: bool = True) -> None:
-    from mdmt.constructions.reverse.policies import REMAINDERS
-    from mdmt.constructions.reverse.support_exact import DECODES
+    from mdmt.defaults import DECODES, REMAINDERS
 
     if sizes:
         p.add_argument("--sizes", metavar="S1,S2,...",
