@@ -319,9 +319,15 @@ def _check(worker, tmp_path_factory, name: str, argv: list[str], files: dict) ->
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# The commands whose accepted inputs run real work (the checks, training, Figure 1, a trained network, the
+# refutation search): their quick fuzz runs in the integration tier too, beside the thorough one.
+HEAVY = {"verify", "figure1", "evaluate", "sample network", "refute", "train"}
+
+
 def _params(slow: bool):
-    marks = [pytest.mark.integration] if slow else []
-    return [pytest.param(name, id=name, marks=marks) for name in STRATEGIES]
+    integration = lambda name: slow or name in HEAVY  # noqa: E731
+    return [pytest.param(name, id=name, marks=[pytest.mark.integration] if integration(name) else [])
+            for name in STRATEGIES]
 
 
 def _fuzz(name, worker, tmp_path_factory, examples: int, shrink: bool) -> None:
@@ -371,7 +377,7 @@ def test_every_command_keeps_the_contract_thoroughly(name, worker, tmp_path_fact
 
 
 def test_the_contract_checker_has_teeth(tmp_path):
-    """Each failure class is recognised: a traceback, two lines, NaN output, a timeout, a crash."""
+    """Each failure class is recognised: a traceback, two lines, NaN output, a numeric warning, out of memory."""
     assert outcome({"rc": 0, "out": "value 1.5\n", "err": ""}, False) == OK
     assert outcome({"rc": 2, "out": "", "err": "mdmt x: error: bad\n"}, False) == ERROR
     assert outcome({"rc": 1, "out": "", "err": "Traceback (most recent call last):\n  ...\n"}, False) == "traceback"
@@ -381,6 +387,11 @@ def test_the_contract_checker_has_teeth(tmp_path):
     assert outcome({"rc": 0, "out": "nanoseconds 3\n", "err": ""}, False) == OK
     assert outcome({"rc": 0, "out": "x 1\n", "err": "a.py:3: RuntimeWarning: overflow\n"}, False) == "numeric warning"
     assert outcome({"rc": 2, "out": "", "err": "mdmt x: error: out of memory\n"}, False) == "out of memory"
+
+
+@pytest.mark.integration
+def test_the_worker_catches_a_real_crash_and_a_real_hang(tmp_path):
+    """A crash (SIGSEGV), a hang (the timeout) and a traceback inside the worker process are told apart."""
     w = Worker(tmp_path, timeout=6, warm_up=("mdmt.commands.score",))
     (tmp_path / "s.txt").write_text("0 1\n")
     argv = ["score", "--language", "preset:2gram", "--sequences", "s.txt"]

@@ -27,6 +27,7 @@ def _collect(*args) -> list[str]:
     return [line for line in res.stdout.splitlines() if "::" in line]
 
 
+@pytest.mark.integration
 def test_the_default_run_deselects_the_integration_tier_and_m_integration_selects_it():
     from mdmt.extras import has_torch
 
