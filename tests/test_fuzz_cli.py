@@ -8,8 +8,9 @@ are folders, missing folders or other users' files -- and checks the contract on
 exit 0 with finite output, or exit 2 with exactly one line on standard error; never a
 traceback, a signal or a run past the time bound (tests/fuzz_support.py).
 
-The default run tries 8 cases per command (the `mdmt` Hypothesis profile is
-derandomized, so CI runs the same cases every time); ``-m integration`` (the integration tier) adds the thorough run.
+The fuzz runs in the integration tier (``-m integration``): a quick run of 8 cases per command (the `mdmt`
+Hypothesis profile is derandomized, so CI runs the same cases every time) and a thorough one; the default run
+checks the contract checker itself.
 ``MDMT_FUZZ_COUNTS=counts.json`` records how many inputs gave each outcome.
 
 Values that are valid but ask for a long computation on purpose (``--train-steps 10^9``, the
@@ -31,7 +32,7 @@ from hypothesis import strategies as st
 from tests.fuzz_support import ERROR, OK, Tally, Worker, outcome
 
 TIMEOUT = 60.0  # seconds per case: generous on a shared CI machine; accepted inputs take a few seconds
-QUICK = 8  # cases per command in the default run
+QUICK = 8  # cases per command in the quick fuzz
 THOROUGH = 150  # cases per command in the integration tier (-m integration)
 
 TALLY = Tally()
@@ -319,15 +320,8 @@ def _check(worker, tmp_path_factory, name: str, argv: list[str], files: dict) ->
         shutil.rmtree(folder, ignore_errors=True)
 
 
-# The commands whose accepted inputs run real work (the checks, training, Figure 1, a trained network, the
-# refutation search): their quick fuzz runs in the integration tier too, beside the thorough one.
-HEAVY = {"verify", "figure1", "evaluate", "sample network", "refute", "train"}
-
-
-def _params(slow: bool):
-    integration = lambda name: slow or name in HEAVY  # noqa: E731
-    return [pytest.param(name, id=name, marks=[pytest.mark.integration] if integration(name) else [])
-            for name in STRATEGIES]
+def _params():  # a fuzzer, quick or thorough, is in the integration tier
+    return [pytest.param(name, id=name, marks=[pytest.mark.integration]) for name in STRATEGIES]
 
 
 def _fuzz(name, worker, tmp_path_factory, examples: int, shrink: bool) -> None:
@@ -364,13 +358,13 @@ def _runs_for(name, request) -> None:
         request.getfixturevalue("checkpoint_runs")
 
 
-@pytest.mark.parametrize("name", _params(slow=False))
+@pytest.mark.parametrize("name", _params())
 def test_every_command_keeps_the_contract(name, worker, tmp_path_factory, request):
     _runs_for(name, request)
     _fuzz(name, worker, tmp_path_factory, QUICK, shrink=False)  # the first failing case, as drawn
 
 
-@pytest.mark.parametrize("name", _params(slow=True))
+@pytest.mark.parametrize("name", _params())
 def test_every_command_keeps_the_contract_thoroughly(name, worker, tmp_path_factory, request):
     _runs_for(name, request)
     _fuzz(name, worker, tmp_path_factory, THOROUGH, shrink=True)

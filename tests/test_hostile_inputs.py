@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from mdmt.constructions.languages import interval_hmm, load_language, preset
 from mdmt.runtime.validation import MASK, regular_file, token_array
-from tests.fuzz_support import ERROR, OK, Worker, outcome
+from tests.fuzz_support import ERROR, OK, outcome, shared_worker
 
 AT_ONCE = 10.0  # seconds: a refusal comes at once (and a FIFO is never opened)
 BOUND = 120.0  # seconds the worker waits for any run (a first run compiles numba kernels) before stopping it
@@ -38,10 +38,8 @@ I64_MAX = 2**63 - 1
 
 
 @pytest.fixture(scope="module")
-def worker(tmp_path_factory):
-    w = Worker(tmp_path_factory.mktemp("hostile-logs"), BOUND)
-    yield w
-    w.close()
+def worker(tmp_path_factory, pytestconfig):
+    return shared_worker(pytestconfig, tmp_path_factory.mktemp("hostile-logs"), BOUND)
 
 
 def _snapshot(folder: Path) -> dict:
@@ -808,10 +806,8 @@ finally:
 
 
 @pytest.fixture(scope="module")
-def plots_worker(tmp_path_factory):
-    w = Worker(tmp_path_factory.mktemp("plots-logs"), 60.0)  # a FIFO opened would block: the worker stops at 60 s
-    yield w
-    w.close()
+def plots_worker(tmp_path_factory, pytestconfig):  # a FIFO opened would block: the worker stops at 60 s
+    return shared_worker(pytestconfig, tmp_path_factory.mktemp("plots-logs"), 60.0)
 
 
 def run_plots(worker, folder: Path, *argv: str, read_only: bool = False) -> dict:
