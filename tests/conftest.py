@@ -10,13 +10,19 @@
 * ``MDMT_BLOCK_TORCH=1`` makes torch unimportable for the whole run (tests/torchless.py): the theory
   tests then run as on a machine with only the core installed.
 * torch is imported here only to ask for CUDA, and only when a ``gpu`` test was collected.
+* ``OMP_WAIT_POLICY=PASSIVE`` (unless set), before numba or torch starts an OpenMP pool, here and in every
+  process a test starts: otherwise the pool's threads spin after each parallel region and take the cores
+  from the other pytest worker (on two cores, with two workers, tests of numba's parallel kernels ran
+  3 to 30 times slower than alone).
 """
 
 import os
 
-import pytest
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from mdmt.proofs.settings import load_profile
+import pytest  # noqa: E402
+
+from mdmt.proofs.settings import load_profile  # noqa: E402
 
 if os.environ.get("MDMT_BLOCK_TORCH") == "1":
     from tests.torchless import block_torch

@@ -173,6 +173,24 @@ class Worker:
         return json.loads(line.decode().split(MARK, 1)[1])
 
 
+_SHARED: dict = {}
+
+
+def shared_worker(config, log_dir: Path, timeout: float) -> Worker:
+    """The one worker of this test process, shared by the modules that run commands in a worker.
+
+    Starting one (Python, numpy, mdmt and the warm-up imports) costs seconds of CPU; the modules' cases need no
+    fresh process (a crash or a timeout starts a new one anyway).  Each module sets its own ``timeout`` when its
+    fixture is set up; the worker is stopped when pytest ends.
+    """
+    w = _SHARED.get("worker")
+    if w is None:
+        w = _SHARED["worker"] = Worker(log_dir, timeout)
+        config.add_cleanup(lambda: _SHARED.pop("worker").close())
+    w.timeout = timeout
+    return w
+
+
 # ----------------------------------------------------------------------------- the contract
 def outcome(res: dict, as_json: bool) -> str:
     """The outcome class of one run: :data:`OK`, :data:`ERROR` or one of :data:`FAILURES`."""

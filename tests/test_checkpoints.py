@@ -363,6 +363,16 @@ def test_a_pickle_that_is_not_weights_only_gives_one_line_and_no_torch_warning(t
         warnings.simplefilter("always")
         assert main(["sample", "--checkpoint", str(path), "-N", "2"]) == 2
     assert "cannot be read safely" in _one_error_line(capsys, "sample") and not caught, [str(w.message) for w in caught]
+
+
+@pytest.mark.integration
+def test_a_pickle_that_is_not_weights_only_gives_one_line_in_a_fresh_process(tmp_path):
+    """The same in a fresh ``python -m mdmt`` (its own warning filters): no warning printed before the error."""
+    from mdmt.empirical.checkpoint import file_digest
+
+    path = tmp_path / "ckpt.pt"
+    path.write_bytes(pickle.dumps({"format": 2}, protocol=4))
+    (tmp_path / "ckpt.pt.sha256").write_text(file_digest(path) + "\n")
     proc = subprocess.run([sys.executable, "-m", "mdmt", "sample", "--checkpoint", str(path), "-N", "2"],
                           capture_output=True, text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1  # no warning printed before the error

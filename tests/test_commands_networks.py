@@ -27,6 +27,7 @@ def _json(capsys, argv):
     return doc
 
 
+@pytest.mark.integration
 @pytest.mark.torch
 def test_sample_from_a_checkpoint(runs, capsys):
     ck = str(runs / "mdm" / "ckpt.pt")
@@ -48,6 +49,7 @@ def test_sample_from_a_checkpoint(runs, capsys):
     assert "--length" in capsys.readouterr().err
 
 
+@pytest.mark.integration
 @pytest.mark.torch
 def test_evaluate_a_checkpoint(runs, capsys):
     r = _json(capsys, ["evaluate", "--checkpoint", str(runs / "mdm" / "ckpt.pt"), "--steps", "1,12", "--num", "40",

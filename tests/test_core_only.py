@@ -44,6 +44,7 @@ def drive_core_only(argvs: list[list[str]], cwd) -> list[dict]:
     return [json.loads(line) for line in res.stdout.splitlines()]
 
 
+@pytest.mark.integration
 def test_the_core_is_what_pyproject_says_and_leaves_the_extras_out():
     """The guard has teeth: the extras' packages (those installed here) are refused, the core's are not."""
     core, blocked = core_closure(), blocked_modules()
@@ -57,6 +58,7 @@ def test_the_core_is_what_pyproject_says_and_leaves_the_extras_out():
     assert not {"numpy", "scipy", "sympy", "numba", "matplotlib", "hypothesis", "flint", "distributed"} & blocked
 
 
+@pytest.mark.integration
 def test_every_theory_command_runs_with_the_core_only(tmp_path):
     results = drive_core_only(THEORY, tmp_path)
     assert [r["argv"] for r in results] == THEORY

@@ -52,6 +52,7 @@ def full_run(tmp_path_factory):
     return out, _run(out)
 
 
+@pytest.mark.integration
 def test_every_point_and_output_is_written(full_run):
     out, res = full_run
     keys = {_key(r) for r in res["rows"]}
@@ -72,6 +73,7 @@ def test_every_point_and_output_is_written(full_run):
     assert {(t["language"], t["kind"], t["L"]) for t in res["targets"]} >= {(TER, "oracle", 16), (SER, "oracle", 32)}
 
 
+@pytest.mark.integration
 def test_points_measure_what_they_claim(full_run):
     _, res = full_run
     rows = {_key(r): r for r in res["rows"]}
@@ -93,6 +95,7 @@ def test_points_measure_what_they_claim(full_run):
     assert rows[(TER, "ar", 16, 16)]["kl_bound_per_token"] is None
 
 
+@pytest.mark.integration
 def test_rerun_recomputes_nothing_and_changed_settings_are_refused(full_run):
     out, res = full_run
     stamps = {p.name: p.stat().st_mtime_ns for p in (out / "rows").glob("*.json")}
@@ -111,6 +114,7 @@ def test_rerun_recomputes_nothing_and_changed_settings_are_refused(full_run):
         _run(older)
 
 
+@pytest.mark.integration
 def test_parts_run_apart_merge_into_the_same_figure(full_run, tmp_path):
     """Oracle curves in one folder, trained models in another: copied together they equal one run."""
     _, res = full_run
@@ -147,6 +151,7 @@ def test_parts_in_worker_processes_give_the_same_numbers(full_run, tmp_path):
     assert fig._parts([(TER, "ter"), (SER, "ser")]) == []  # nothing left: a rerun computes nothing
 
 
+@pytest.mark.integration
 def test_interrupted_training_resumes(tmp_path):
     out = tmp_path / "r"
     cfg = Figure1Config(**{**TOY, "ser_languages": (), "kinds": ("mdm",), "train_steps": 12})
@@ -203,6 +208,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert "bert" in capsys.readouterr().err
 
 
+@pytest.mark.integration
 def test_cli_oracle_only_run(tmp_path, capsys):
     out = tmp_path / "cli"
     rc = main(["figure1", "--out", str(out), "--kinds", "oracle", "--ter-languages", "preset:2gram-ter",
@@ -216,6 +222,7 @@ def test_cli_oracle_only_run(tmp_path, capsys):
     assert np.isclose(data["rows"][0]["true_perplexity"], math.exp(data["rows"][0]["entropy_rate"]))
 
 
+@pytest.mark.integration
 def test_interval_counterexample_panel(tmp_path):
     """interval:2: each interval of 2 positions repeats one fair bit (|V| = 2).  A one-step
     sampler draws all L = 16 tokens independently and uniformly (the oracle marginals are

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("torch", reason='needs PyTorch: pip install "mdmt[empirical]"')
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.integration]  # a fuzzer: the integration tier
 
 import mdmt.empirical  # noqa: F401  (before torch: it sets OMP_WAIT_POLICY, see its docstring)
 

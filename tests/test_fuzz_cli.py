@@ -8,8 +8,9 @@ are folders, missing folders or other users' files -- and checks the contract on
 exit 0 with finite output, or exit 2 with exactly one line on standard error; never a
 traceback, a signal or a run past the time bound (tests/fuzz_support.py).
 
-The default run tries 8 cases per command (the `mdmt` Hypothesis profile is
-derandomized, so CI runs the same cases every time); ``-m integration`` (the integration tier) adds the thorough run.
+The fuzz runs in the integration tier (``-m integration``): a quick run of 8 cases per command (the `mdmt`
+Hypothesis profile is derandomized, so CI runs the same cases every time) and a thorough one; the default run
+checks the contract checker itself.
 ``MDMT_FUZZ_COUNTS=counts.json`` records how many inputs gave each outcome.
 
 Values that are valid but ask for a long computation on purpose (``--train-steps 10^9``, the
@@ -31,7 +32,7 @@ from hypothesis import strategies as st
 from tests.fuzz_support import ERROR, OK, Tally, Worker, outcome
 
 TIMEOUT = 60.0  # seconds per case: generous on a shared CI machine; accepted inputs take a few seconds
-QUICK = 8  # cases per command in the default run
+QUICK = 8  # cases per command in the quick fuzz
 THOROUGH = 150  # cases per command in the integration tier (-m integration)
 
 TALLY = Tally()
@@ -329,9 +330,8 @@ def _check(worker, tmp_path_factory, name: str, argv: list[str], files: dict) ->
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _params(slow: bool):
-    marks = [pytest.mark.integration] if slow else []
-    return [pytest.param(name, id=name, marks=marks) for name in STRATEGIES]
+def _params():  # a fuzzer, quick or thorough, is in the integration tier
+    return [pytest.param(name, id=name, marks=[pytest.mark.integration]) for name in STRATEGIES]
 
 
 def _fuzz(name, worker, tmp_path_factory, examples: int, shrink: bool) -> None:
@@ -368,20 +368,20 @@ def _runs_for(name, request) -> None:
         request.getfixturevalue("checkpoint_runs")
 
 
-@pytest.mark.parametrize("name", _params(slow=False))
+@pytest.mark.parametrize("name", _params())
 def test_every_command_keeps_the_contract(name, worker, tmp_path_factory, request):
     _runs_for(name, request)
     _fuzz(name, worker, tmp_path_factory, QUICK, shrink=False)  # the first failing case, as drawn
 
 
-@pytest.mark.parametrize("name", _params(slow=True))
+@pytest.mark.parametrize("name", _params())
 def test_every_command_keeps_the_contract_thoroughly(name, worker, tmp_path_factory, request):
     _runs_for(name, request)
     _fuzz(name, worker, tmp_path_factory, THOROUGH, shrink=True)
 
 
 def test_the_contract_checker_has_teeth(tmp_path):
-    """Each failure class is recognised: a traceback, two lines, NaN output, a timeout, a crash."""
+    """Each failure class is recognised: a traceback, two lines, NaN output, a numeric warning, out of memory."""
     assert outcome({"rc": 0, "out": "value 1.5\n", "err": ""}, False) == OK
     assert outcome({"rc": 2, "out": "", "err": "mdmt x: error: bad\n"}, False) == ERROR
     assert outcome({"rc": 1, "out": "", "err": "Traceback (most recent call last):\n  ...\n"}, False) == "traceback"
@@ -391,6 +391,11 @@ def test_the_contract_checker_has_teeth(tmp_path):
     assert outcome({"rc": 0, "out": "nanoseconds 3\n", "err": ""}, False) == OK
     assert outcome({"rc": 0, "out": "x 1\n", "err": "a.py:3: RuntimeWarning: overflow\n"}, False) == "numeric warning"
     assert outcome({"rc": 2, "out": "", "err": "mdmt x: error: out of memory\n"}, False) == "out of memory"
+
+
+@pytest.mark.integration
+def test_the_worker_catches_a_real_crash_and_a_real_hang(tmp_path):
+    """A crash (SIGSEGV), a hang (the timeout) and a traceback inside the worker process are told apart."""
     w = Worker(tmp_path, timeout=6, warm_up=("mdmt.commands.score",))
     (tmp_path / "s.txt").write_text("0 1\n")
     argv = ["score", "--language", "preset:2gram", "--sequences", "s.txt"]

@@ -47,6 +47,7 @@ def _images(cell) -> list[bytes]:
             if o.get("output_type") in ("execute_result", "display_data") and "image/png" in o.get("data", {})]
 
 
+@pytest.mark.integration
 def test_a_figure_returned_at_the_end_of_a_cell_shows_as_an_image(tmp_path, monkeypatch):
     cells = _run([
         "from mdmt.bounds import ser_curve, ter_curve\nser = ser_curve(l=3, L=24)",

@@ -86,6 +86,7 @@ def _edit_callee(pkg: Path) -> None:
     (pkg / "callee.py").write_text(textwrap.dedent(CALLEE.format(value=2)))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "numba-default"])
 def test_an_edit_of_the_callee_reaches_the_cached_kernel(tmp_path, keyed):
     pkg = _package(tmp_path)
@@ -99,6 +100,7 @@ def test_an_edit_of_the_callee_reaches_the_cached_kernel(tmp_path, keyed):
         assert _run(tmp_path, keyed) == (10, 1)  # the control: numba alone serves the stale kernel
 
 
+@pytest.mark.integration
 def test_mdmt_kernels_are_cached_in_the_keyed_folder(tmp_path):
     code = ("import mdmt.constructions.reverse.policy_exact as m, mdmt.empirical.ngram_kernels as k, numba; "
             "print(numba.config.CACHE_DIR); print(m._chunk._cache.cache_path); print(k.ngram_forward._cache.cache_path)")

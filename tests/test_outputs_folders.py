@@ -60,6 +60,14 @@ def _param(name):
     return pytest.param(name, id=name.replace(" ", "-"), marks=[pytest.mark.torch] if name in TORCH else [])
 
 
+def _run_param(name):
+    """A command run to the end (twice or more): those that draw a figure or train a network are in the
+    integration tier; the folder rule itself is checked for every command, before any work, in the default one."""
+    heavy = name != "data"
+    return pytest.param(name, id=name.replace(" ", "-"),
+                        marks=[pytest.mark.torch] * (name in TORCH) + [pytest.mark.integration] * heavy)
+
+
 def _needs(name):
     if name in TORCH:
         pytest.importorskip("torch", reason='needs PyTorch: pip install "mdmt[empirical]"')
@@ -133,7 +141,7 @@ def test_a_file_mdmt_did_not_write_is_refused_before_any_work(tmp_path, monkeypa
     assert _snapshot(tmp_path) == before  # nothing written, no lock left
 
 
-@pytest.mark.parametrize("name", [_param(n) for n in FOLDER_COMMANDS])
+@pytest.mark.parametrize("name", [_run_param(n) for n in FOLDER_COMMANDS])
 def test_force_replaces_foreign_files_and_a_rerun_replaces_mdmts_own(tmp_path, monkeypatch, name):
     _needs(name)
     monkeypatch.chdir(tmp_path)
@@ -408,18 +416,21 @@ def _foreign_case(name: str, files: dict, ours: set, force: bool) -> None:
             assert all((folder / n).stat().st_size > 0 for n in outputs_of)
 
 
+@pytest.mark.integration
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=foreign_folders(FOLDER_COMMANDS["atlas"][1]), force=st.booleans())
 def test_atlas_never_writes_over_foreign_files_without_force(case, force):
     _foreign_case("atlas", *case, force)
 
 
+@pytest.mark.integration
 @settings(deadline=None, max_examples=8, suppress_health_check=[HealthCheck.too_slow])
 @given(case=foreign_folders(FOLDER_COMMANDS["adaptive ser"][1]), force=st.booleans())
 def test_adaptive_ser_never_writes_over_foreign_files_without_force(case, force):
     _foreign_case("adaptive ser", *case, force)
 
 
+@pytest.mark.integration
 @settings(deadline=None, max_examples=8, suppress_health_check=[HealthCheck.too_slow])
 @given(case=foreign_folders(FOLDER_COMMANDS["figure1"][1]), force=st.booleans())
 def test_figure1_never_writes_over_foreign_files_without_force(case, force):

@@ -58,6 +58,7 @@ def check_figure(fig) -> None:
             assert not missing, f"legend entries for series not drawn: {missing}"
 
 
+@pytest.mark.integration
 def test_curve_figures_are_public_and_follow_the_conventions():
     ter = ter_curve(3, 0.05, [256, 1024], 8)
     fig = plots.curve_ter_figure(ter)
@@ -67,6 +68,7 @@ def test_curve_figures_are_public_and_follow_the_conventions():
     check_figure(plots.curve_ser_figure(ser_curve(4, 64, 1 / 128)))
 
 
+@pytest.mark.integration
 def test_atlas_draws_values_below_the_rounding_floor_as_exact_zeros():
     res = atlas(language_from_spec("preset:hmm"), 4, 2, "iid,confidence,threshold:0.9,entropy-sum:1")
     res["instance"]["language"] = "preset:hmm"
@@ -98,6 +100,7 @@ def _figure1():
     return json.loads(FIGURE1.read_text())
 
 
+@pytest.mark.integration
 def test_figure1_views_from_the_committed_run():
     res = _figure1()
     gap = plots.figure1_figure(res)
@@ -116,6 +119,7 @@ def test_figure1_views_from_the_committed_run():
         assert len(lines) == 1 and np.allclose(lines[0].get_ydata(), ar[key])
 
 
+@pytest.mark.integration
 def test_not_reached_is_an_arrow_on_the_upper_edge_never_a_point_at_the_largest_N():
     res = _figure1()
     missing = [t for t in res["targets"] if t["kind"] == "oracle" and t["smallest_N"] is None]
@@ -131,6 +135,7 @@ def test_not_reached_is_an_arrow_on_the_upper_edge_never_a_point_at_the_largest_
         assert not c.get_clip_on()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("fmt", ["pdf", "svg", "png"])
 def test_saved_figures_are_tagged_and_vector_files_reproducible(tmp_path, fmt):
     ter = ter_curve(3, 0.05, [256], 8)
@@ -144,6 +149,7 @@ def test_saved_figures_are_tagged_and_vector_files_reproducible(tmp_path, fmt):
         plots.save(plots.curve_ter_figure(ter), tmp_path / "c.jpg", "curve ter")
 
 
+@pytest.mark.integration
 def test_commands_write_vector_figures(tmp_path, capsys):
     assert main(["curve", "ter", "--lengths", "64", "--steps", "8,64", "--plot", str(tmp_path / "t.svg")]) == 0
     assert figure_written_by(tmp_path / "t.svg", "curve ter")
@@ -311,6 +317,7 @@ def _every_figure():
                    lambda draw=draw, path=path: draw(json.loads(path.read_text(encoding="utf-8"))))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name,make", list(_every_figure()), ids=[n for n, _ in _every_figure()])
 def test_every_figure_keeps_legends_off_the_data_and_inside_the_figure(name, make):
     fig = make()
@@ -318,6 +325,7 @@ def test_every_figure_keeps_legends_off_the_data_and_inside_the_figure(name, mak
     check_layout(fig)
 
 
+@pytest.mark.integration
 def test_layout_check_can_fail():
     """The checks above catch a legend over a curve, one cut at the edge, an entry that shows nothing and a
     bar reaching the frame (each seeded once on a small figure)."""
@@ -373,6 +381,7 @@ def _oracle_only(L: int = 128, steps=(8, 16), languages=("preset:2gram-ter:0", "
     return {"config": config, "targets": targets, "rows": rows}
 
 
+@pytest.mark.integration
 def test_figure1_paper_view_of_an_oracle_run_draws_what_the_run_holds():
     paper = plots.figure1_paper_figure(_oracle_only())
     check_figure(paper)  # no empty panel (the training length, 64, has no point: it was drawn at L = 64)
@@ -386,6 +395,7 @@ def test_figure1_paper_view_of_an_oracle_run_draws_what_the_run_holds():
         assert any(sorted(ln.get_xdata()) == [8, 16] for ln in ax.lines)
 
 
+@pytest.mark.integration
 def test_figure1_gap_view_of_an_oracle_run_marks_lone_points_and_names_what_it_holds():
     gap = plots.figure1_figure(_oracle_only())
     # one length: the exact step counts are single points, drawn with a marker (a dotted line through one
@@ -398,6 +408,7 @@ def test_figure1_gap_view_of_an_oracle_run_marks_lone_points_and_names_what_it_h
     assert not any("trained MDM" in lab or "AR" in lab for lab in labels), labels
 
 
+@pytest.mark.integration
 def test_figure1_titles_name_the_samplers_and_lengths_present():
     res = _figure1()
     assert "Figure 1 (paper's axes), L = 64: tiny networks (MDM, AR) and oracle MDM" == \
@@ -417,6 +428,7 @@ def _hmm_atlas():
     return res
 
 
+@pytest.mark.integration
 def test_atlas_names_upper_and_lower_bounds():
     fig = plots.atlas_figure(_hmm_atlas())
     check_figure(fig)
@@ -429,6 +441,7 @@ def test_atlas_names_upper_and_lower_bounds():
         assert {p.get_hatch() for p in c.patches} == ({plots.LOWER_HATCH} if "lower bound" in label else {None})
 
 
+@pytest.mark.integration
 def test_atlas_marks_each_bound_that_fails_on_the_instance():
     res = _hmm_atlas()
     # on this instance (exact numbers): Li & Cai's upper bound lies below the exact KL for margin (its

@@ -44,6 +44,7 @@ def test_the_property_tests_of_the_proof_chain_live_in_the_package_only():
         assert "tests." not in path.read_text(), path
 
 
+@pytest.mark.integration
 def test_the_proof_check_runs_with_pytest_pyargs_outside_the_repository(tmp_path):
     """The user's command, from an empty folder: the package's tests are found by name (two cheap ones here; the
     integration tier runs them all through ``mdmt verify --pytest``)."""

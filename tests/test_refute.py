@@ -88,6 +88,7 @@ def test_the_continuous_refinement_moves_toward_a_violation():
     assert better.margin == min(state.history) and np.array_equal(better.language.transition_ > 0, lang.transition_ > 0)
 
 
+@pytest.mark.integration
 def test_the_seed_means_the_same_search_in_any_process():
     """A seed gives the same instances under pytest (its plugin, profiles and modules loaded) as in a fresh
     interpreter.  (The search's guard against Hypothesis's draws from the literals of loaded modules is what
@@ -105,6 +106,7 @@ def test_the_seed_means_the_same_search_in_any_process():
     assert json.loads(fresh.stdout) == here
 
 
+@pytest.mark.integration
 def test_the_seed_means_the_same_search_beside_any_loaded_module(tmp_path):
     """Hypothesis gives an integer draw, now and then, one of the literals of the modules a process has loaded
     from outside site-packages (and caches them under .hypothesis/ in the working folder).  A process that has

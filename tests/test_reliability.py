@@ -20,17 +20,15 @@ import pytest
 
 from mdmt.runtime import resources
 from mdmt.constructions.languages import NGram, load_language, random_ngram
-from tests.fuzz_support import ERROR, OK, Worker, outcome
+from tests.fuzz_support import ERROR, OK, outcome, shared_worker
 from tests.test_fuzz_cli import forged_npz
 
 AT_ONCE = 10.0  # seconds: a refusal must come at once, not after the work
 
 
 @pytest.fixture(scope="module")
-def worker(tmp_path_factory):
-    w = Worker(tmp_path_factory.mktemp("reliability-logs"), AT_ONCE)
-    yield w
-    w.close()
+def worker(tmp_path_factory, pytestconfig):
+    return shared_worker(pytestconfig, tmp_path_factory.mktemp("reliability-logs"), AT_ONCE)
 
 
 def run(worker, folder, *argv):

@@ -27,6 +27,7 @@ def _collect(*args) -> list[str]:
     return [line for line in res.stdout.splitlines() if "::" in line]
 
 
+@pytest.mark.integration
 def test_the_default_run_deselects_the_integration_tier_and_m_integration_selects_it():
     from mdmt.extras import has_torch
 
@@ -36,10 +37,11 @@ def test_the_default_run_deselects_the_integration_tier_and_m_integration_select
     default, tier = _collect(*files), _collect("-m", "integration", *files)
     ids = lambda tests: {t.split("[")[0] for t in tests}  # noqa: E731
     assert set(ecosystem) <= ids(tier) and not set(ecosystem) & ids(default)
-    # the thorough fuzzer, marked slow (the older name), is in the integration tier only; the quick fuzz stays
+    # the fuzzers, quick and thorough, are in the integration tier only; the contract checker's own test stays
     assert any("keeps_the_contract_thoroughly" in t for t in tier)
-    assert not any("keeps_the_contract_thoroughly" in t for t in default)
-    assert any("test_every_command_keeps_the_contract[" in t for t in default)
+    assert any("test_every_command_keeps_the_contract[" in t for t in tier)
+    assert not any("keeps_the_contract" in t for t in default)
+    assert any("test_the_contract_checker_has_teeth" in t for t in default)
     # nothing is dropped: every test of these files is in one tier (the files' test functions, by name)
     defined = set()
     for f in files:

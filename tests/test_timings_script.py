@@ -19,6 +19,7 @@ def _script():
     return module
 
 
+@pytest.mark.integration
 def test_the_baseline_is_the_commits_code_laid_out_as_installed(tmp_path, monkeypatch):
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs the git repository")

@@ -26,6 +26,7 @@ def _train_cfg(model, steps, batch, lr=3e-4, seed=0, **kw):
     return TrainConfig(model=model, train_steps=steps, batch=batch, lr=lr, seed=seed, **kw)
 
 
+@pytest.mark.integration
 def test_loss_falls_on_a_tiny_run():
     lang = _bigram()
     res = train(_train_cfg(_cfg(3), 150, 32, lr=3e-3, eval_every=30, val_size=128), lang, progress=False, device="cpu")

@@ -381,6 +381,7 @@ def test_the_checks_import_no_scipy_stats_until_an_interval_is_drawn():
     assert out.stdout.split() == ["False", "True", "0.107791", "0.603222"], out.stdout
 
 
+@pytest.mark.integration
 def test_verify_forks_only_where_forking_is_safe():
     """A forked child that runs a parallel kernel aborts once numba's threading layer has started in the parent
     (OpenMP and the workqueue are not fork-safe): verify then runs its jobs in this process (the suite's

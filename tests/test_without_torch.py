@@ -100,6 +100,7 @@ def test_theory_commands_run_and_leave_installed_torch_out(tmp_path):
         assert "torch" not in r["loaded"], f"mdmt {' '.join(r['argv'])} imported torch"
 
 
+@pytest.mark.integration
 def test_network_commands_name_the_extra_they_need(tmp_path):
     results = drive([argv for argv, _ in NETWORKS], tmp_path, block=True)
     for (argv, writes), r in zip(NETWORKS, results):
@@ -146,6 +147,7 @@ def test_help_and_version_import_neither_sympy_scipy_numba_nor_torch(tmp_path):
         assert r["loaded"] == [], f"mdmt {' '.join(r['argv'])} imported {r['loaded']}"
 
 
+@pytest.mark.integration
 def test_the_checker_sees_a_heavy_import(tmp_path):
     """The sys.modules check has teeth: a command that computes does load the stack, and a blocked torch is refused."""
     (r,) = drive([["exact", "--language", "interval:3", "-L", "6", "-N", "2"]], tmp_path, block=False)

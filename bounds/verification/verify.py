@@ -32,6 +32,7 @@ from mdmt.constructions.languages.random_languages import random_hmm, random_ngr
 from . import checks
 from . import checks_beyond as beyond
 from . import checks_refute as refute_checks
+from . import proof_cache
 from .checks_parallelbench import parallelbench_rows
 from .checks import FAMILIES, Instance, Row
 
@@ -101,9 +102,12 @@ def _sampler_rows():
     return sampler_rows()
 
 
-def jobs(quick: bool) -> list[Job]:
+def jobs(quick: bool, cache: bool = False) -> list[Job]:
+    """The jobs of a run; with ``cache``, the rows of the symbolic families (SD, CE) of an earlier run of this source
+    and these library versions (:mod:`.proof_cache`)."""
     # costs: seconds measured on two cores, on a fresh numba cache for the policy laws (their kernels compile)
-    out = [Job(("SD",), checks.derivation_rows, "derivations", cost=2.0),
+    derivations = proof_cache.derivation_rows if cache else checks.derivation_rows
+    out = [Job(("SD",), derivations, "derivations", cost=2.0),
            Job(("S",), checks.schedule_rows, "schedules"),
            Job(("D",), lambda: checks.dependency_rows(quick), "dependencies", cost=0.1 if quick else 1.2),
            Job(("B11",), lambda: checks.separator_bound_rows(quick), "Lemma B.11"),
@@ -116,7 +120,8 @@ def jobs(quick: bool) -> list[Job]:
            Job(("AX",), beyond.expected_failure_rows, "atlas: documented failures"),
            Job(("IT",), beyond.information_rows, "information quantities"),
            Job(("PL",), beyond.policy_rows, "policy laws", cost=5.0),
-           Job(("CE",), lambda: beyond.certification_rows(quick), "certification", cost=1.0),
+           Job(("CE",), partial(proof_cache.certification_rows if cache else beyond.certification_rows, quick),
+               "certification", cost=1.0),
            Job(("IA",), beyond.interval_rows, "interval arithmetic"),
            Job(("RF",), refute_checks.refutation_rows, "refutation layer")]
     if not quick:  # FULL_ONLY below: its kernels (the languages' own posteriors) cost more to compile than the rest of --quick
@@ -209,14 +214,16 @@ def _run_group(indices: list[int]) -> list[list[Row]]:
 
 
 def run_checks(quick: bool = False, pattern: str | None = None,
-               progress: Callable[[int, int, str], object] | None = None, processes: int | None = None) -> list[Row]:
+               progress: Callable[[int, int, str], object] | None = None, processes: int | None = None,
+               cache: bool = False) -> list[Row]:
     """The rows of the selected families, in the order of :func:`jobs` whatever the number of processes.
 
     The jobs are independent: with several workers (:func:`workers`, or ``processes``) they run in forked processes,
     a group (an instance's two jobs) in one process, the groups handed out as processes free up; the rows are
-    the same, in the same order, as in one process."""
+    the same, in the same order, as in one process.  ``cache``: the rows of the symbolic families (SD, CE) of an
+    earlier run of this source and these library versions (:mod:`.proof_cache`; ``mdmt verify`` uses it)."""
     chosen = select(pattern)
-    todo = [j for j in jobs(quick) if chosen & set(j.families)]
+    todo = [j for j in jobs(quick, cache) if chosen & set(j.families)]
     groups: dict[str, list[int]] = {}
     for k, job in enumerate(todo):
         groups.setdefault(job.group or f"#{k}", []).append(k)
@@ -288,12 +295,12 @@ def summarize(rows: list[Row]) -> tuple[list[dict], list[dict]]:
 
 
 def verify(quick: bool = False, pattern: str | None = None, progress: Callable[[int, int, str], object] | None = None,
-           keep_rows: bool = False) -> Result:
+           keep_rows: bool = False, cache: bool = False) -> Result:
     """Run the selected families; the summary per family and per (family, instance), the violated rows
     (all rows with ``keep_rows``), and the instances' legend: a :class:`mdmt.results.Result` whose tables are
-    ``families``, ``groups``, ``violated`` (and ``rows``)."""
+    ``families``, ``groups``, ``violated`` (and ``rows``).  ``cache``: see :func:`run_checks`."""
     t0 = time.perf_counter()
-    rows = run_checks(quick, pattern, progress)
+    rows = run_checks(quick, pattern, progress, cache=cache)
     fams, groups = summarize(rows)
     bad = [r for r in rows if not r.holds]
     out = {"quick": quick, "pattern": pattern, "checks": len(rows), "violations": len(bad),

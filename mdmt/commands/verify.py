@@ -122,7 +122,8 @@ def run(args) -> int:
             bar.set_postfix_str(label)
             bar.refresh()
 
-    out = verify(quick=args.quick, pattern=args.pattern, progress=progress, keep_rows=fmt == "json" and args.detail)
+    out = verify(quick=args.quick, pattern=args.pattern, progress=progress, keep_rows=fmt == "json" and args.detail,
+                 cache=True)  # the symbolic families of an earlier run of this source (bounds/verification/proof_cache.py)
     header, rows = _lines(out, args.detail)
     if fmt == "json":
         print_json(out)
