@@ -241,6 +241,23 @@ def test_python_m_mdmt(tmp_path):
     assert [r["in_support"] for r in json.loads(p.stdout)["rows"]] == [True, False, True]
 
 
+def test_the_console_script_ends_verify_without_teardown_but_with_its_output_exit_handlers_and_status(tmp_path):
+    """After ``mdmt verify`` the console script skips the interpreter's teardown (mdmt.cli.script): the whole JSON
+    document still arrives through a pipe, an exit handler registered during the run still runs, and the status is
+    main's (0, or 2 for a usage error)."""
+    mark = tmp_path / "handler-ran"
+    probe = ("import atexit, sys; from pathlib import Path; "
+             f"atexit.register(lambda: Path({str(mark)!r}).write_text('yes')); "
+             "import mdmt.cli as c; sys.argv = ['mdmt'] + sys.argv[1:]; c.script()")
+    p = subprocess.run([sys.executable, "-c", probe, "verify", "-k", "^IA$", "--json"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["violations"] == 0 and doc["checks"] > 0
+    assert mark.read_text() == "yes"
+    p = subprocess.run([sys.executable, "-m", "mdmt", "verify", "--format", "nope"], capture_output=True, text=True)
+    assert p.returncode == 2 and "invalid choice: 'nope'" in p.stderr
+
+
 def test_sample_out_is_read_back_by_score(tmp_path, capsys):
     """mdmt sample --out writes a # header line naming the request; mdmt score skips it."""
     out = tmp_path / "s.txt"

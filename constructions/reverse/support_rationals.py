@@ -69,6 +69,8 @@ def _rational_one(x, X, W, V, plan, decode) -> Fraction:
     def total(ws) -> int:
         return int(ws.sum()) if small else int(sum(ws))
 
+    counts = _agreement_counts(A, W, L)  # counts[U] = the weight of the support rows that agree with x on U
+
     def marg(U):
         got = cache.get(U)
         if got is None:
@@ -86,9 +88,9 @@ def _rational_one(x, X, W, V, plan, decode) -> Fraction:
         return got
 
     def factor(U, i):
-        c, T = marg(U)
         if not greedy:
-            return Q(marg(U | (1 << i))[0], c)
+            return Q(counts[U | (1 << i)], counts[U])
+        c, T = marg(U)
         row = T[i]
         best = max(row)
         if row[x[i]] != best:
@@ -154,3 +156,21 @@ def _rational_one(x, X, W, V, plan, decode) -> Fraction:
         raise ValueError(f"the plan left positions masked after its {plan.steps} steps")
     p = F.get(full_mask, Q(0))
     return Fraction(int(p.p), int(p.q))  # flint's exact rational, as a Fraction
+
+
+def _agreement_counts(A: np.ndarray, W: list[int], L: int) -> list[int]:
+    """counts[U] = sum of W_y over the support rows y whose agreement set with x (the bits of ``A``) contains U, for
+    every U of the 2^L subsets: the superset sums (zeta transform) of the weights of the agreement sets, as exact
+    Python integers (int64 while the total fits, else Python's own integers)."""
+    exact64 = sum(W) < 2 ** 62
+    h = np.zeros(1 << L, dtype=np.int64 if exact64 else object)
+    if exact64:
+        np.add.at(h, A, np.asarray(W, dtype=np.int64))
+    else:
+        for a, w in zip(A.tolist(), W):
+            h[a] += w
+    idx = np.arange(1 << L)
+    for b in range(L):
+        low = idx[(idx >> b) & 1 == 0]
+        h[low] += h[low | (1 << b)]
+    return [int(v) for v in h.tolist()]
