@@ -88,6 +88,9 @@ def _add_examples(name: str, parser) -> None:
         parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
+_RAN: str | None = None  # the command main ran last (not set by --help, --version or a usage error)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     only = next((a for a in argv if not a.startswith("-")), None)
@@ -110,6 +113,8 @@ def main(argv=None) -> int:
         from mdmt.runtime.resources import work_limit
 
         work_limit()  # MDMT_MAX_WORK has one parser: a value that is not a positive number is refused by every command
+        global _RAN
+        _RAN = args._name
         return int(args._run(args) or 0)
     except BrokenPipeError:  # output piped into e.g. `head`
         sys.stderr.close()
@@ -135,11 +140,11 @@ def script() -> None:
     After the commands of :data:`QUICK_EXIT` (``mdmt verify``, whose checks import sympy, scipy and numba's
     compiled kernels) the process ends without the interpreter's teardown of those libraries' objects, a fifth of a
     second of the main job's few seconds: the exit handlers run and both streams are flushed first, so the output and
-    the exit status are those of a normal exit.  ``main`` itself (called from Python, from tests) never exits.
+    the exit status are those of a normal exit (``--help`` and usage errors exit normally).  ``main`` itself (called
+    from Python, from tests) never exits.
     """
     code = main()
-    argv = sys.argv[1:]
-    if next((a for a in argv if not a.startswith("-")), None) in QUICK_EXIT:
+    if _RAN in QUICK_EXIT:
         import atexit
 
         atexit._run_exitfuncs()
