@@ -34,6 +34,7 @@ from mdmt.constructions.types import Denoiser, Language
 
 from .exact import ExactResult
 from .policies import FIXED, NO_SCORE, RATE, SIZE, Policy, score_table, step_count, step_cut
+from .policy_rules import next_combination
 from .policies_beyond import resolve
 from .tables import Tables, build_tables, denoiser_table, support_table
 from mdmt.runtime.numba_cache import configure_numba_cache
@@ -175,14 +176,8 @@ def _chunk(lo, hi, f, digits, D, Q, q_ext, live, strides, V, mode, k, rate, fixe
                     sub[ns + t] = tied[idx[t]]
                 _emit(s, w, sub, ns + r, D, Q, q_ext, live, strides, V, joint, out, acc, pat, track, code0, pow3,
                       choice, cp, pp, lq, ld)
-                u = r - 1
-                while u >= 0 and idx[u] == nt - r + u:
-                    u -= 1
-                if u < 0:
+                if not next_combination(idx, r, nt):
                     break
-                idx[u] += 1
-                for t in range(u + 1, r):
-                    idx[t] = idx[t - 1] + 1
 
 
 @nb.njit(cache=True, parallel=True)

@@ -95,3 +95,18 @@ def step_cut(uniform, score_row, pos, m, c, sure, tied):
             tied[nt] = pos[t]
             nt += 1
     return ns, nt, c - ns
+
+
+@nb.njit(cache=True)
+def next_combination(idx, r, n):
+    """Advance idx[:r], an r-subset of range(n) in increasing order, to the next one in lexicographic order; False
+    (idx unchanged) after the last.  The enumeration of the uniform choices of a step's tied positions."""
+    u = r - 1
+    while u >= 0 and idx[u] == n - r + u:
+        u -= 1
+    if u < 0:
+        return False
+    idx[u] += 1
+    for t in range(u + 1, r):
+        idx[t] = idx[t - 1] + 1
+    return True

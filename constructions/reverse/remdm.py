@@ -42,7 +42,6 @@ law off the support (``denoiser_table``), since remasking can bring an off-suppo
 from __future__ import annotations
 
 import math
-import time
 
 import numba as nb
 import numpy as np
@@ -240,23 +239,14 @@ class ReMDM(LawProcess):
         self.spec = f"remdm:{kind}:{self.eta:g}"
         remdm_steps(kind, self.eta, self.N)  # the bound is checked now
 
-    def exact_law(self, language, L, denoiser=None, support_only=True, tables=None, table=None):
-        from .exact import ExactResult
+    method = "remdm"
+    oracle_only = "runs with the oracle denoiser only (mdmt's ReMDM)"
 
-        if denoiser is not None or table is not None:
-            raise ValueError(f"policy {self.spec!r}: mdmt's ReMDM runs with the oracle denoiser only")
-        p, nfe, tables = remdm_law(language, L, self.kind, self.eta, self.N, tables)
-        res = ExactResult(sequences=tables.sequences, q=tables.q, p=p, pi=np.empty(0), support_only=support_only)
-        return res, nfe
+    def _law(self, language, L, tables):
+        return remdm_law(language, L, self.kind, self.eta, self.N, tables)
 
-    def sample(self, language, L, num, denoiser=None, rng=None):
-        from .sampler import SampleResult
-
-        if denoiser is not None:
-            raise ValueError(f"policy {self.spec!r}: mdmt's ReMDM runs with the oracle denoiser only")
-        t0 = time.perf_counter()
-        X, nfe = sample_remdm(language, L, self.kind, self.eta, self.N, num, rng)
-        return SampleResult(X, nfe, None, time.perf_counter() - t0, "remdm")
+    def _draw(self, language, L, num, rng):
+        return sample_remdm(language, L, self.kind, self.eta, self.N, num, rng)
 
     def expected_nfe(self, L):
         return None

@@ -53,6 +53,7 @@ from mdmt.runtime.numba_cache import configure_numba_cache
 from mdmt.runtime.resources import check_memory, check_work
 
 from .policies import CONFIDENCE, FIXED, MARGIN, NO_SCORE, RATE, SIZE, TIE_TOL, Policy, step_count, step_cut
+from .policy_rules import next_combination
 from .support_rationals import exact_rationals, rational_cost, rational_supported
 from .support_symmetry import integer_weights, orbits, position_symmetric, symmetry_generators
 from mdmt.defaults import DECODES
@@ -248,14 +249,8 @@ def _law_one(x, C, T, full, greedy, modes, ks, rates, order, score, tau, gamma):
                         w *= fac[tied[idx[t]]]
                     if w > 0.0:
                         G[S | U] += w
-                    u = r - 1
-                    while u >= 0 and idx[u] == nt - r + u:
-                        u -= 1
-                    if u < 0:
+                    if not next_combination(idx, r, nt):
                         break
-                    idx[u] += 1
-                    for t in range(u + 1, r):
-                        idx[t] = idx[t - 1] + 1
         F = G
         if not any_live:
             break

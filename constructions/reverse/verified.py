@@ -26,7 +26,6 @@ L on an HMM or n-gram (forward filtering gives d_k and t_k).  Both use :func:`ac
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
@@ -182,23 +181,14 @@ class Verified(LawProcess):
         self.B = positive_int("block size B", B)
         self.spec = f"verified:{self.B}"
 
-    def exact_law(self, language, L, denoiser=None, support_only=True, tables=None, table=None):
-        from .exact import ExactResult
+    method = "verified"
+    oracle_only = "verifies with the oracle's causal conditionals: no other denoiser"
 
-        if denoiser is not None or table is not None:
-            raise ValueError(f"policy {self.spec!r} verifies with the oracle's causal conditionals: no other denoiser")
-        p, rounds, tables = verified_law(language, L, self.B, tables)
-        res = ExactResult(sequences=tables.sequences, q=tables.q, p=p, pi=np.empty(0), support_only=support_only)
-        return res, rounds
+    def _law(self, language, L, tables):
+        return verified_law(language, L, self.B, tables)
 
-    def sample(self, language, L, num, denoiser=None, rng=None):
-        from .sampler import SampleResult
-
-        if denoiser is not None:
-            raise ValueError(f"policy {self.spec!r} verifies with the oracle's causal conditionals: no other denoiser")
-        t0 = time.perf_counter()
-        X, rounds = sample_verified(language, L, self.B, num, rng)
-        return SampleResult(X, rounds, None, time.perf_counter() - t0, "verified")
+    def _draw(self, language, L, num, rng):
+        return sample_verified(language, L, self.B, num, rng)
 
     def expected_nfe(self, L):
         return None
