@@ -308,9 +308,10 @@ def adaptive_ter_figure(result: Mapping[str, Any]):
 
 
 def samplers_figure(result: Mapping[str, Any]):
-    """``mdmt samplers``: per language, the network calls each sampler needs for SER <= target against L (log-log),
+    """``mdmt samplers``: per language (per task, its sizes gathered), the network calls each sampler needs for
+    SER <= target against L (log-log),
     beside NFE = L and ceil(log2(L + 1)); arrows mark lengths where a sampler never reached the target."""
-    rows = result["rows"]
+    rows = [{**r, "language": r.get("panel", r["language"])} for r in result["rows"]]  # a task's sizes: one panel
     langs = list(dict.fromkeys(r["language"] for r in rows))
     specs = list(dict.fromkeys(r["sampler"] for r in rows))
     colour, marker = _colours(specs), _markers(specs)

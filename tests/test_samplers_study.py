@@ -62,3 +62,20 @@ def test_huge_lengths_are_refused_before_any_work(capsys):
     assert main(["schedule", "--language", "preset:2gram", "-L", "10000000", "-N", "3"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mdmt schedule: error: --length 10000000: the information profile needs")
+
+
+def test_an_explicit_law_is_studied_at_its_own_length_and_the_sizes_of_a_task_share_one_panel():
+    """A task holds sequences of one length: it is studied there whatever --lengths says, and the figure gathers
+    its sizes into one panel.  Hand values on even-parity words: any L - 1 positions are independent uniform bits
+    and the last is their parity, so the optimal sizes (L - 1, then 1) are exact in 2 calls (one step: SER 1/2),
+    and the autoregressive sampler needs L calls."""
+    from mdmt.bounds.studies.samplers import samplers_study
+
+    res = samplers_study(["task:parity:n=4", "task:parity:n=6"], [3, 5], ["optimal", "ar"], target=0.1, num=50)
+    rows = res["rows"]
+    assert sorted({(r["language"], r["L"]) for r in rows}) == [("task:parity:n=4", 4), ("task:parity:n=6", 6)]
+    assert {r["panel"] for r in rows} == {"task:parity"}
+    for r in rows:
+        assert r["reached"]
+        assert r["calls"] == (2 if r["sampler"] == "optimal" else r["L"]), r
+        assert abs(r["ser"]) < 1e-12, r

@@ -120,6 +120,22 @@ def samplers_part_cost(part) -> float:
     return 1e-7 * points * num * L * L
 
 
+def study_lengths(spec: str, lengths: list[int]) -> list[int]:
+    """The lengths a language is studied at: ``lengths`` for an n-gram or HMM language; its own length for an
+    explicit law (a task such as ``task:shuffle:n=5`` holds sequences of one length only)."""
+    from mdmt.constructions.languages.spec import language_from_spec
+
+    lang = language_from_spec(spec)
+    return [lang.length] if getattr(lang, "kind", None) == "explicit" else lengths
+
+
+def _panel(spec: str) -> str:
+    """The figure panel of a language: one per task (``task:shuffle`` gathers ``task:shuffle:n=3``, ``n=4``, ... as
+    one line against L), one per language otherwise."""
+    parts = spec.split(":")
+    return ":".join(parts[:2]) if parts[0] == "task" else spec
+
+
 def samplers_study(languages: Iterable[str], lengths: Iterable[int], samplers: Iterable[str] = SAMPLERS.split(","), *,
                    target: float = 0.1, num: int = 500, seed: int = 0, jobs: int = 1, scheduler: str | None = None,
                    progress: bool = False) -> Result:
@@ -135,9 +151,9 @@ def samplers_study(languages: Iterable[str], lengths: Iterable[int], samplers: I
     for s in names:  # a SPEC mdmt does not know is named before any part runs
         if s not in ("ar", "verified"):
             _policy(s, 2, 1)
-    parts = [(lang, L, s, float(target), positive_int("num", num, minimum=2), seed) for lang in langs for L in Ls
-             for s in names]
+    parts = [(lang, L, s, float(target), positive_int("num", num, minimum=2), seed) for lang in langs
+             for L in study_lengths(lang, Ls) for s in names]
     results = run_parts(samplers_part, parts, jobs=jobs, scheduler=scheduler, progress=progress, desc="samplers parts",
                         costs=[samplers_part_cost(p) for p in parts]).results()
-    rows = [{"language": p[0], "L": p[1], "sampler": p[2], **r} for p, r in zip(parts, results)]
+    rows = [{"language": p[0], "panel": _panel(p[0]), "L": p[1], "sampler": p[2], **r} for p, r in zip(parts, results)]
     return Result({"target": float(target), "languages": langs, "rows": rows}, figure="samplers_figure")

@@ -3,7 +3,7 @@
 from ._common import (add_force, add_format, add_json, add_num, add_scheduler, add_seed, at_least, check_interval_multiple,
                       format_table, int_list, integer, load_language, print_json, scheduler_of)
 
-COLUMNS = ["language", "L", "sampler", "steps", "calls", "ser", "ci", "method", "reached"]
+COLUMNS = ["language", "panel", "L", "sampler", "steps", "calls", "ser", "ci", "method", "reached"]
 
 
 def add_arguments(p):
@@ -12,7 +12,9 @@ def add_arguments(p):
     p.add_argument("--language", required=True, metavar="SPEC", action="append",
                    help="language: preset:NAME[:SEED] (Table 1), interval:l (the Theorem 4.4 counterexample) or a "
                         "language file (.json/.npz); repeat the option for several languages")
-    p.add_argument("--lengths", default="6,12,24,48", help="lengths L, comma-separated (default 6,12,24,48)")
+    p.add_argument("--lengths", default="6,12,24,48",
+                   help="lengths L, comma-separated (default 6,12,24,48); an explicit law (task:...) is studied at "
+                        "its own length: give a task at several sizes as several --language")
     p.add_argument("--samplers", default=SAMPLERS, metavar="SPEC,SPEC,...",
                    help=f"samplers, comma-separated: policy SPECs, verified (one block for the rest) and ar "
                         f"(default {SAMPLERS})")
@@ -41,7 +43,7 @@ def written_by_mdmt(fmt: str = "png") -> dict:
 
 
 def run(args) -> int:
-    from mdmt.bounds.studies.samplers import samplers_study
+    from mdmt.bounds.studies.samplers import samplers_study, study_lengths
     from mdmt.constructions.reverse.policies import split_policies
 
     specs = [s.strip() for s in args.language]
@@ -51,6 +53,7 @@ def run(args) -> int:
     for s in specs:
         for L in lengths:
             check_interval_multiple(s, L, "--lengths")
+    L_max = max(max(study_lengths(s, lengths)) for s in specs)
     samplers = split_policies(args.samplers)
     if not samplers:
         raise ValueError(f"--samplers must list at least one sampler, got {args.samplers!r}")
@@ -60,7 +63,7 @@ def run(args) -> int:
     at_least("--jobs", args.jobs)
     from mdmt.runtime.resources import check_memory, check_work
 
-    L_max = max(lengths)  # a Monte Carlo point keeps (num, L) arrays; a search runs up to 16 L steps of them
+    # a Monte Carlo point keeps (num, L) arrays; a search runs up to 16 L steps of them
     check_memory(f"--num {args.num} samples of --lengths {L_max}", 64 * args.num * L_max,
                  "use a smaller --num or --lengths")
     check_work(f"--num {args.num} samples of --lengths {L_max} ({len(samplers)} samplers, {len(specs)} languages)",
@@ -87,14 +90,15 @@ def run(args) -> int:
         rows = [r for r in res["rows"] if r["language"] == lang]
         print(f"{lang}: network calls for SER <= {args.target:g} ('-' = not reached; * = Monte Carlo)")
         table = []
+        Ls = study_lengths(lang, lengths)
         for s in samplers:
             cells = []
-            for L in lengths:
+            for L in Ls:
                 r = next(r for r in rows if r["L"] == L and r["sampler"] == s)
                 mark = "" if r["method"] == "exact" else "*"
                 cells.append(f"{r['calls']:.3g}{mark}" if r["reached"] else "-")
             table.append([s] + cells)
-        print(format_table(["sampler"] + [f"L={L}" for L in lengths], table, left=(0,)))
+        print(format_table(["sampler"] + [f"L={L}" for L in Ls], table, left=(0,)))
     return 0
 
 
