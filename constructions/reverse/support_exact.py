@@ -56,6 +56,7 @@ from .policies import CONFIDENCE, FIXED, MARGIN, NO_SCORE, RATE, SIZE, TIE_TOL, 
 from .policy_rules import next_combination
 from .support_rationals import exact_rationals, rational_cost, rational_supported
 from .support_symmetry import integer_weights, orbits, position_symmetric, symmetry_generators
+from .support_zeta import superset_sums, superset_tables
 from mdmt.defaults import DECODES
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
@@ -65,54 +66,6 @@ RATIONAL_BUDGET = 4_000_000  # default: rationals when (representatives) x (tran
 
 
 # ----------------------------------------------------------------------------- kernels
-
-@nb.njit(cache=True)
-def _agreement(x, support):
-    M, L = support.shape
-    A = np.zeros(M, dtype=np.int64)
-    for k in range(M):
-        a = 0
-        for i in range(L):
-            if support[k, i] == x[i]:
-                a |= 1 << i
-        A[k] = a
-    return A
-
-
-@nb.njit(cache=True)
-def _zeta_scalar(x, support, w):
-    """c_x(U) for every U: the weight of the support sequences agreeing with x on U."""
-    L = support.shape[1]
-    n = 1 << L
-    C = np.zeros(n)
-    A = _agreement(x, support)
-    for k in range(A.shape[0]):
-        C[A[k]] += w[k]
-    for b in range(L):
-        bit = 1 << b
-        for U in range(n):
-            if not U & bit:
-                C[U] += C[U | bit]
-    return C
-
-
-@nb.njit(cache=True)
-def _zeta_full(x, support, w, V):
-    """T_x(U)[i, v] for every U (module docstring)."""
-    M, L = support.shape
-    n = 1 << L
-    T = np.zeros((n, L, V))
-    A = _agreement(x, support)
-    for k in range(M):
-        for i in range(L):
-            T[A[k], i, support[k, i]] += w[k]
-    for b in range(L):
-        bit = 1 << b
-        for U in range(n):
-            if not U & bit:
-                T[U] += T[U | bit]
-    return T
-
 
 @nb.njit(cache=True)
 def _score(T, U, i, c, score):
@@ -264,12 +217,12 @@ def _law_one(x, C, T, full, greedy, modes, ks, rates, order, score, tau, gamma):
 def _law_rep(x, support, w, V, full, greedy, plan_w, modes, ks, rates, order, score, tau, gamma):
     """p(x) of one representative x, summed over the plans with weights plan_w, and the mass left unfinished."""
     if full:
-        T = _zeta_full(x, support, w, V)
+        T = superset_tables(x, support, w, V)
         C = np.empty(T.shape[0])
         for U in range(T.shape[0]):
             C[U] = T[U, 0].sum()
     else:
-        C = _zeta_scalar(x, support, w)
+        C = superset_sums(x, support, w)
         T = np.zeros((1, 1, 1))
     out = 0.0
     left = 0.0

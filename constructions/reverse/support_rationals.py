@@ -18,6 +18,7 @@ from flint import fmpq as Q  # exact rationals in C (python-flint): the chain's 
 
 from .policies import CONFIDENCE, FIXED, MARGIN, NEG_ENTROPY, NO_SCORE, SIZE, THRESHOLD, EntropySum, Policy
 from .support_symmetry import integer_weights
+from .support_zeta import agreement_sets, superset_sums
 
 def rational_supported(policy: Policy, L: int) -> bool:
     """Rationals need rational reveal laws: no i.i.d. rates (real numbers), no entropy scores or sums
@@ -57,7 +58,7 @@ def exact_rationals(lang, policy: Policy, decode: str, reps_idx) -> dict:
 def _rational_one(x, X, W, V, plan, decode) -> Fraction:
     L = len(x)
     full_mask = (1 << L) - 1
-    A = (X == x) @ (1 << np.arange(L, dtype=np.int64))
+    A = agreement_sets(x, X)
     small = sum(W) < 2 ** 53  # integer sums in float64 are then exact, whatever their order
     Warr = np.array(W, dtype=np.float64 if small else object)
     cache: dict[int, tuple] = {}
@@ -69,7 +70,7 @@ def _rational_one(x, X, W, V, plan, decode) -> Fraction:
     def total(ws) -> int:
         return int(ws.sum()) if small else int(sum(ws))
 
-    counts = _agreement_counts(A, W, L)  # counts[U] = the weight of the support rows that agree with x on U
+    counts = _superset_counts(x, X, A, W, small)  # counts[U]: the weight of the rows that agree with x on U
 
     def marg(U):
         got = cache.get(U)
@@ -158,17 +159,15 @@ def _rational_one(x, X, W, V, plan, decode) -> Fraction:
     return Fraction(int(p.p), int(p.q))  # flint's exact rational, as a Fraction
 
 
-def _agreement_counts(A: np.ndarray, W: list[int], L: int) -> list[int]:
-    """counts[U] = sum of W_y over the support rows y whose agreement set with x (the bits of ``A``) contains U, for
-    every U of the 2^L subsets: the superset sums (zeta transform) of the weights of the agreement sets, as exact
-    Python integers (int64 while the total fits, else Python's own integers)."""
-    exact64 = sum(W) < 2 ** 62
-    h = np.zeros(1 << L, dtype=np.int64 if exact64 else object)
-    if exact64:
-        np.add.at(h, A, np.asarray(W, dtype=np.int64))
-    else:
-        for a, w in zip(A.tolist(), W):
-            h[a] += w
+def _superset_counts(x, X, A: np.ndarray, W: list[int], small: bool) -> list[int]:
+    """c_x(U) for every U as exact integers: :func:`.support_zeta.superset_sums` in float64 while the integer
+    weights sum below 2^53 (every partial sum is then an exact integer), Python's integers beyond."""
+    if small:
+        return [int(v) for v in superset_sums(x, X, np.asarray(W, dtype=np.float64)).tolist()]
+    L = X.shape[1]
+    h = np.zeros(1 << L, dtype=object)
+    for a, w in zip(A.tolist(), W):
+        h[a] += w
     idx = np.arange(1 << L)
     for b in range(L):
         low = idx[(idx >> b) & 1 == 0]
