@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mdmt.constructions.languages import HMM, NGram
+from mdmt.runtime.numba_cache import read_only
 from mdmt.runtime.validation import MASK
 from mdmt.constructions.languages import inference, ngram_inference
 from tests.reference import all_sequences, hmm_joint, masked_marginal, ngram_joint, posterior_by_enumeration
@@ -182,7 +183,7 @@ def test_support_large_state_space_without_byte_table():
     hmm = HMM(_random_stochastic(rng, S, 0.5), _random_stochastic(rng, (S, S), 0.97), _random_stochastic(rng, (S, V), 0.5))
     X = rng.integers(0, V, size=(300, 12))
     p = hmm._kernel_params
-    no_table = dataclasses.replace(p, succ_table=np.zeros((0, 256, p.start_bits.shape[0]), dtype=np.uint64))
+    no_table = dataclasses.replace(p, succ_table=read_only(np.zeros((0, 256, p.start_bits.shape[0]), dtype=np.uint64)))
     np.testing.assert_array_equal(inference.support(p, X), inference.support(no_table, X))
     np.testing.assert_array_equal(inference.support(p, X), np.isfinite(hmm.log_likelihood(X)))
 

@@ -26,6 +26,7 @@ from numbers import Rational
 import numpy as np
 
 from mdmt.constructions.types import ArrayLike
+from mdmt.runtime.numba_cache import read_only
 from mdmt.runtime.resources import check_memory, check_work
 from mdmt.runtime.validation import DEFAULT_ATOL, MASK, as_rng, positive_int, token_array
 
@@ -206,7 +207,7 @@ class ExplicitLanguage:
         num = np.zeros((n, L, V) if marginals else (0, 1, 1))
         mass = np.zeros(n)
         count = np.zeros(n, dtype=np.int64)
-        w = np.ones(self.n_sequences) if self._uniform else self.weights_
+        w = read_only(np.ones(self.n_sequences) if self._uniform else self.weights_)
         none = np.all(X == MASK, axis=1)  # nothing revealed: the prior, computed once
         if none.any():
             prior_mass, prior_num = self._prior
@@ -227,7 +228,7 @@ class ExplicitLanguage:
     @cached_property
     def _prior(self) -> tuple[float, np.ndarray]:
         """(total weight, weight by position and token) of the whole support, in the kernel's units."""
-        w = np.ones(self.n_sequences) if self._uniform else self.weights_
+        w = read_only(np.ones(self.n_sequences) if self._uniform else self.weights_)
         num = np.stack([np.bincount(self.support_[:, i], weights=w, minlength=self.n_symbols)
                         for i in range(self.length)])
         return float(w.sum()), num

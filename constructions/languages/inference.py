@@ -75,12 +75,22 @@ class KernelParams:
         else:
             succ_table = np.zeros((0, 256, W), dtype=np.uint64)
         return cls(
-            pi=pi, A=A, BT=np.ascontiguousarray(B.T), B=B, sparse=sparse,
-            indptr=indptr, indices=indices, data=data,
-            AT=np.ascontiguousarray(A.T),
-            start_bits=start_bits, emit_bits=emit_bits, succ_bits=succ_bits, succ_table=succ_table,
-            cdf_start=_cdf(pi[None, :])[0], cdf_trans=_cdf(A), cdf_emit=_cdf(B),
+            pi=_frozen(pi), A=_frozen(A), BT=_frozen(B.T), B=_frozen(B), sparse=sparse,
+            indptr=_frozen(indptr), indices=_frozen(indices), data=_frozen(data),
+            AT=_frozen(A.T),
+            start_bits=_frozen(start_bits), emit_bits=_frozen(emit_bits), succ_bits=_frozen(succ_bits),
+            succ_table=_frozen(succ_table),
+            cdf_start=_frozen(_cdf(pi[None, :])[0]), cdf_trans=_frozen(_cdf(A)), cdf_emit=_frozen(_cdf(B)),
         )
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """A read-only C-contiguous copy of ``a``.  Every array a kernel reads from :class:`KernelParams` is read-only, so
+    each kernel is compiled for one signature: numba types a read-only array apart from a writable one, and the
+    caller's arrays (an HMM's frozen ``transmat_`` or a fresh product) would otherwise give both."""
+    out = np.array(a, order="C", copy=True)
+    out.setflags(write=False)
+    return out
 
 
 def _csr(M: np.ndarray):

@@ -287,7 +287,7 @@ def _loglik_one(init, T, shift, k, x, A, K):
         A[0, j] *= inv
     ll = math.log(s)
     prod = 1.0
-    cur = 0
+    cur = np.int64(0)  # not a literal 0: one signature for _slide (mdmt.runtime.numba_cache)
     for t in range(k, L):
         xt = x[t]
         if m == 1 and xt >= 0:  # one context, a revealed token: the chain rule
@@ -411,7 +411,7 @@ def _posterior_one(init, T, k, x_row, cap, out_row, acc, mark, dense_beta, scrat
                 _marginal(out_row[j], x_row[j], idx, alpha, beta, o0, o1, inv, V ** (k - 1 - j), V)
             break
         t = s + k - 1
-        _marginal(out_row[t], x_row[t], idx, alpha, beta, o0, o1, inv, 1, V)
+        _marginal(out_row[t], x_row[t], idx, alpha, beta, o0, o1, inv, np.int64(1), V)
         # beta of slot s-1: beta(c) = sum_{v matching x_t} T[c, v] beta_s(next(c, v)), max-normalised
         for i in range(o0, o1):
             dense_beta[idx[i]] = beta[i]

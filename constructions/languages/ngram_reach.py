@@ -262,7 +262,7 @@ def _support_one(init, T, shift, k, x, G, nw, gpos, table, allowed, spread, F, m
     bits_cost = gpos.shape[1] * V * nw
     few = max(1, bits_cost // (4 * V))  # a bitset of at most this many contexts goes back to a list
     m = _window_contexts(V, k, x, L, F[0])
-    live = 0
+    live = np.int64(0)
     for j in range(m):
         c = F[0, j]
         if init[c] > 0.0:
@@ -271,8 +271,8 @@ def _support_one(init, T, shift, k, x, G, nw, gpos, table, allowed, spread, F, m
     m = live
     if m == 0:
         return False
-    fc = 0  # F[fc, :m] is the list
-    bc = 0  # B[bc] is the bitset
+    fc = np.int64(0)  # F[fc, :m] is the list (np.int64, not a literal 0: one signature for the callees)
+    bc = np.int64(0)  # B[bc] is the bitset
     as_bits = False
     for t in range(k, L):
         xt = x[t]

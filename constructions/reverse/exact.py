@@ -100,7 +100,7 @@ def _step_parallel(f, digits, D, r, V, strides, live, nchunks):
     S = digits.shape[0]
     outs = np.zeros((nchunks, S))
     for c in nb.prange(nchunks):
-        _chunk(f, digits, D, r, V, strides, live, nchunks, c, outs[c])
+        _chunk(f, digits, D, r, V, strides, live, nchunks, np.int64(c), outs[c])  # prange's index is unsigned
     res = np.zeros(S)
     for c in range(nchunks):
         res += outs[c]

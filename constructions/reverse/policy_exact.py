@@ -129,8 +129,8 @@ def _chunk(lo, hi, f, digits, D, Q, q_ext, live, strides, V, mode, k, rate, fixe
         mass = f[s]
         if mass == 0.0 or not live[s]:
             continue
-        m = 0
-        code0 = 0
+        m = np.int64(0)  # np.int64: a literal 0 would compile the callees once more for Literal[int](0)
+        code0 = np.int64(0)
         for i in range(L):
             if digits[s, i] == V:
                 pos[m] = i
@@ -142,7 +142,7 @@ def _chunk(lo, hi, f, digits, D, Q, q_ext, live, strides, V, mode, k, rate, fixe
             continue
         if mode == RATE:
             for b in range(1 << m):
-                n_sub = 0
+                n_sub = np.int64(0)
                 for t in range(m):
                     if (b >> t) & 1:
                         sub[n_sub] = pos[t]
@@ -152,7 +152,7 @@ def _chunk(lo, hi, f, digits, D, Q, q_ext, live, strides, V, mode, k, rate, fixe
                     _emit(s, mass * w, sub, n_sub, D, Q, q_ext, live, strides, V, joint, out, acc, pat, track,
                           code0, pow3, choice, cp, pp, lq, ld)
         elif mode == FIXED:
-            n_sub = 0
+            n_sub = np.int64(0)
             for t in range(m):
                 if fixed[pos[t]]:
                     sub[n_sub] = pos[t]

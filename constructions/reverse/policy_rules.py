@@ -44,6 +44,32 @@ def score_table(P: np.ndarray, score: int) -> np.ndarray:
 
 
 @nb.njit(cache=True)
+def _sift_down(a, root, end):
+    """Restore the max-heap below ``root`` in a[:end] (:func:`sort_prefix`)."""
+    while True:
+        child = 2 * root + 1
+        if child >= end:
+            return
+        if child + 1 < end and a[child + 1] > a[child]:
+            child += 1
+        if a[root] >= a[child]:
+            return
+        a[root], a[child] = a[child], a[root]
+        root = child
+
+
+@nb.njit(cache=True)
+def sort_prefix(a, n):
+    """Sort a[:n] in place, ascending (heapsort, O(n log n)).  Written out rather than ``ndarray.sort``: numba's
+    generic quicksort costs more than a second of compilation in every process with an empty cache."""
+    for root in range(n // 2 - 1, -1, -1):
+        _sift_down(a, root, n)
+    for end in range(n - 1, 0, -1):
+        a[0], a[end] = a[end], a[0]
+        _sift_down(a, np.int64(0), end)  # not a literal 0: one signature (mdmt.runtime.numba_cache)
+
+
+@nb.njit(cache=True)
 def step_count(mode, k, score_row, pos, m, tau, gamma):
     """How many of the m masked positions pos[:m] a step reveals (before the cut picks which)."""
     if mode == THRESHOLD:
@@ -56,7 +82,7 @@ def step_count(mode, k, score_row, pos, m, tau, gamma):
         h = np.empty(m)
         for t in range(m):
             h[t] = -score_row[pos[t]]
-        h.sort()
+        sort_prefix(h, m)
         cum = 0.0
         for t in range(m):
             cum += h[t]
@@ -82,7 +108,7 @@ def step_cut(uniform, score_row, pos, m, c, sure, tied):
     vals = np.empty(m)
     for t in range(m):
         vals[t] = score_row[pos[t]]
-    vals.sort()
+    sort_prefix(vals, m)
     thr = vals[m - c]  # the c-th largest score
     ns = 0
     nt = 0

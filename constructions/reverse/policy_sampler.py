@@ -33,6 +33,7 @@ from .confidence import mean_interval
 from mdmt.runtime.validation import MASK, as_rng, positive_int
 from .denoisers import oracle_denoiser
 from .policies import FIXED, RATE, SIZE, Policy, score_table, step_count, step_cut
+from .policy_rules import sort_prefix
 from .policies_beyond import resolve
 from .sampler import SampleResult, draw_tokens
 from .support_exact import check_decode, greedy_table
@@ -51,7 +52,7 @@ def select_positions(mode, k_rows, rate, has_score, score, masked, keys, in_step
     tied = np.empty(L, dtype=np.int64)
     dummy = np.zeros(L)
     for b in range(B):
-        m = 0
+        m = np.int64(0)  # not a literal 0: one signature for the callees (mdmt.runtime.numba_cache)
         for i in range(L):
             if masked[b, i]:
                 pos[m] = i
@@ -71,12 +72,16 @@ def select_positions(mode, k_rows, rate, has_score, score, masked, keys, in_step
             for t in range(ns):
                 out[b, sure[t]] = True
             if r > 0:
-                kk = np.empty(nt)
+                kk = np.empty(nt)  # the r tied positions with the smallest keys
                 for t in range(nt):
                     kk[t] = keys[b, tied[t]]
-                order = np.argsort(kk)
-                for t in range(r):
-                    out[b, tied[order[t]]] = True
+                sort_prefix(kk, nt)
+                thr = kk[r - 1]
+                taken = 0
+                for t in range(nt):
+                    if taken < r and keys[b, tied[t]] <= thr:
+                        out[b, tied[t]] = True
+                        taken += 1
 
 
 def select(plan, j: int, k, masked, keys, in_step, score=None) -> np.ndarray:
@@ -86,7 +91,7 @@ def select(plan, j: int, k, masked, keys, in_step, score=None) -> np.ndarray:
     """
     S = np.zeros(masked.shape, dtype=bool)
     has = score is not None
-    select_positions(int(plan.mode[j]), np.asarray(k, dtype=np.int64), float(plan.rate[j]), has,
+    select_positions(int(plan.mode[j]), np.ascontiguousarray(k, dtype=np.int64), float(plan.rate[j]), has,
                      np.ascontiguousarray(score) if has else np.zeros((1, masked.shape[1])), masked, keys, in_step,
                      float(plan.tau), float(plan.gamma), S)
     return S

@@ -258,11 +258,11 @@ def _kernel(prior_pred, P, PT, B, emit_idx, emit_cnt, transform, param, order, s
             for t in range(a, b):
                 tgt[order[n, t]] = True
             if not dead:
-                p0 = _forward(x, rev, tgt, 0, order[n, b - 1], -1, cur, prior_pred, P, PT, B, emit_idx, emit_cnt,
+                p0 = _forward(x, rev, tgt, np.int64(0), order[n, b - 1], np.int64(-1), cur, prior_pred, P, PT, B, emit_idx, emit_cnt,
                               pred_t, tmp, tmp2, nz)
                 dead = p0 == _DEAD
             if not dead:
-                dead = not _backward(x, rev, tgt, L, order[n, a], L, True, cur, P, PT, B, emit_idx, emit_cnt,
+                dead = not _backward(x, rev, tgt, L, order[n, a], L, np.bool_(True), cur, P, PT, B, emit_idx, emit_cnt,
                                      back_t, b - a, tmp, tmp2, nz)
             # the targets, in increasing position (the order of order[n, a:b])
             for t in range(a, b):

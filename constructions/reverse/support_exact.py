@@ -49,7 +49,7 @@ import numba as nb
 import numpy as np
 
 from mdmt.constructions.languages.explicit import ExplicitLanguage
-from mdmt.runtime.numba_cache import configure_numba_cache
+from mdmt.runtime.numba_cache import configure_numba_cache, read_only
 from mdmt.runtime.resources import check_memory, check_work
 
 from .policies import CONFIDENCE, FIXED, MARGIN, NO_SCORE, RATE, SIZE, TIE_TOL, Policy, step_count, step_cut
@@ -137,7 +137,7 @@ def _law_one(x, C, T, full, greedy, modes, ks, rates, order, score, tau, gamma):
             mass = F[U]
             if mass == 0.0:
                 continue
-            m = 0
+            m = np.int64(0)  # not a literal 0: one signature for the callees (mdmt.runtime.numba_cache)
             for i in range(L):
                 if not (U >> i) & 1:
                     pos[m] = i
@@ -368,8 +368,8 @@ def _weights_for_floats(lang) -> np.ndarray:
     positive multiple of q gives the same process."""
     W = integer_weights(lang)
     if W is not None and int(W.sum()) < 2 ** 53:
-        return W.astype(np.float64)
-    return np.asarray(lang.weights_, dtype=np.float64)
+        return read_only(W.astype(np.float64))
+    return read_only(np.asarray(lang.weights_, dtype=np.float64))
 
 
 def greedy_table(P: np.ndarray) -> np.ndarray:
@@ -419,7 +419,7 @@ def support_law(lang: ExplicitLanguage, policy: Policy, decode: str = "sample", 
                len(reps_idx) * (1 << L) * (L * (V if full else 1) + steps * L * max(1, len(plans))),
                "use a smaller support or fewer steps")
     w = _weights_for_floats(lang)
-    reps = np.ascontiguousarray(lang.support_[reps_idx])
+    reps = read_only(np.ascontiguousarray(lang.support_[reps_idx]))  # as the support: one signature per kernel
     vals, left = _laws(reps, lang.support_, w, V, full, greedy, *arrays)
     if np.any(left > 1e-9):
         raise ValueError(f"policy {policy.spec!r} left positions masked after its last step")

@@ -19,6 +19,7 @@ from flint import fmpq as Q  # exact rationals in C (python-flint): the chain's 
 from .policies import CONFIDENCE, FIXED, MARGIN, NEG_ENTROPY, NO_SCORE, SIZE, THRESHOLD, EntropySum, Policy
 from .support_symmetry import integer_weights
 from .support_zeta import agreement_sets, superset_sums
+from mdmt.runtime.numba_cache import read_only
 
 def rational_supported(policy: Policy, L: int) -> bool:
     """Rationals need rational reveal laws: no i.i.d. rates (real numbers), no entropy scores or sums
@@ -163,7 +164,7 @@ def _superset_counts(x, X, A: np.ndarray, W: list[int], small: bool) -> list[int
     """c_x(U) for every U as exact integers: :func:`.support_zeta.superset_sums` in float64 while the integer
     weights sum below 2^53 (every partial sum is then an exact integer), Python's integers beyond."""
     if small:
-        return [int(v) for v in superset_sums(x, X, np.asarray(W, dtype=np.float64)).tolist()]
+        return [int(v) for v in superset_sums(x, X, read_only(np.asarray(W, dtype=np.float64))).tolist()]
     L = X.shape[1]
     h = np.zeros(1 << L, dtype=object)
     for a, w in zip(A.tolist(), W):

@@ -20,6 +20,13 @@ beside the source, which ``rm -r`` of the ``__pycache__`` folders clears).  Only
 kind used last are kept: older ``mdmt-src-*`` folders in the base are deleted; nothing else is.
 Clearing the cache: delete the base folder (or its ``mdmt-src-*`` folders).
 
+**One signature per kernel.**  numba compiles a kernel once per distinct tuple of argument *types*, and its types
+tell more apart than the values need: a read-only array from a writable one, and, for a call from another kernel,
+an integer constant (``Literal[int](0)``, even a counter initialised to 0 and incremented later: the call is typed
+first with the literal) from an ``int64``.  Each extra signature is one more compilation (seconds for the larger
+kernels) in every process with an empty cache.  mdmt's kernels therefore take their read-only inputs as read-only
+arrays (:func:`read_only`), and a kernel passes ``np.int64(0)``, not ``0``, to another one.
+
 This module imports nothing from mdmt and imports numba only inside :func:`configure_numba_cache`.
 """
 
@@ -150,6 +157,14 @@ def configure_numba_cache(roots: list[Path] | None = None) -> str | None:
     if _chosen[key] is not None:
         config.CACHE_DIR = _chosen[key]
     return _chosen[key]
+
+
+def read_only(a):
+    """A read-only view of the array ``a`` (no copy): the type under which mdmt's kernels take their read-only
+    inputs, whether the caller's array was writable or not (module docstring, "One signature per kernel")."""
+    view = a.view()
+    view.setflags(write=False)
+    return view
 
 
 def cache_write_error(exc: BaseException) -> str | None:
