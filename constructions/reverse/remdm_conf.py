@@ -29,8 +29,9 @@ at least one position.
 each decoded token).  With the oracle a confidence is an entry of the oracle table, so the chain has
 finitely many states; they are enumerated step by step in a dictionary (state -> mass), each state's
 successors a product over positions ((V+1) outcomes for a masked one, 2 for a decoded one).  The number
-of states grows with L, V and N: V = 2 fits L <= 5 at N <= 12 (a few 10^4 states), V = 3 L <= 4
-(``MAX_CONF_STATES`` bounds it, with a clear error beyond).  :func:`sample_conf` is the Monte Carlo sampler
+of states grows with L, V and N (measured on the interval HMM, V = 2: L = 4 in 3 s at N = 64, L = 5 in 2 s at
+N = 12 and 10 s at N = 48, L = 6 in 15 s at N = 6); (V+1)^L <= ``MAX_ASSIGNMENTS`` and ``MAX_CONF_STATES`` states
+at a step bound it, with a clear error beyond.  :func:`sample_conf` is the Monte Carlo sampler
 at any L.
 """
 
