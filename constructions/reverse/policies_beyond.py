@@ -79,12 +79,27 @@ def parse_law_process(text: str, N: int | None):
     """``remdm:...`` or ``verified:...`` from its SPEC (``text`` already stripped; module docstring)."""
     head, sep, rest = text.partition(":")
     if head == "verified":
-        from .verified import parse_verified
-
         return parse_verified(text)
-    from .remdm import parse_remdm
+    from .remdm import ReMDM, parse_remdm
+    from .remdm_conf import ReMDMConf
 
-    return parse_remdm(text, N)
+    kind, N, eta = parse_remdm(text, N)
+    return ReMDMConf(N, eta) if kind == "conf" else ReMDM(kind, N, eta)
+
+
+def parse_verified(text: str):
+    """``verified:B``, ``verified:B1,B2,...`` or ``verified:adaptive[:B0]`` (:mod:`.verified`)."""
+    from .verified import DEFAULT_B0, DraftSchedule, Verified
+
+    head, sep, rest = text.partition(":")
+    if not sep:
+        raise ValueError(f"policy {text!r}: expected verified:B (B = the block size), verified:B1,B2,... or "
+                         "verified:adaptive[:B0]")
+    kind, _, b0 = rest.partition(":")
+    if kind == "adaptive":
+        B0 = int_parameter(b0, f"policy {text!r}: the first block size B0") if b0 else DEFAULT_B0
+        return Verified(DraftSchedule((B0,), adaptive=True))
+    return Verified(DraftSchedule(int_parameter(b.strip(), f"policy {text!r}: the block size B") for b in rest.split(",")))
 
 
 def resolve(policy, language, L: int):

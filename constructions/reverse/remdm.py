@@ -253,8 +253,10 @@ class ReMDM(LawProcess):
         return None
 
 
-def parse_remdm(text: str, N: int | None):
-    """``remdm:SCHEDULE[:ETA]`` (module docstring); ``remdm:conf[:ETA]`` is :class:`.remdm_conf.ReMDMConf`."""
+def parse_remdm(text: str, N: int | None) -> tuple[str, int, float | None]:
+    """(SCHEDULE, N, ETA or None for the default) of ``remdm:SCHEDULE[:ETA]`` (module docstring), SCHEDULE one of
+    cap, rescale, loop (:class:`ReMDM`) and conf (:class:`.remdm_conf.ReMDMConf`, which imports this module: the
+    grammar, :mod:`.policies_beyond`, builds the process)."""
     parts = text.split(":")
     if len(parts) not in (2, 3) or parts[1] not in (*SCHEDULES, "conf"):
         raise ValueError(f"policy {text!r}: expected remdm:SCHEDULE[:ETA], SCHEDULE one of {', '.join(SCHEDULES)}, conf")
@@ -268,8 +270,4 @@ def parse_remdm(text: str, N: int | None):
             raise ValueError(f"policy {text!r}: ETA {parts[2]!r} is not a number") from None
         if not (math.isfinite(eta) and 0 <= eta <= 1):
             raise ValueError(f"policy {text!r}: ETA must be in [0, 1], got {parts[2]!r}")
-    if parts[1] == "conf":
-        from .remdm_conf import ReMDMConf
-
-        return ReMDMConf(N, eta)
-    return ReMDM(parts[1], N, eta)
+    return parts[1], N, eta

@@ -251,17 +251,3 @@ class Verified(LawProcess):
     def expected_nfe(self, L):
         return None
 
-
-def parse_verified(text: str) -> Verified:
-    """``verified:B``, ``verified:B1,B2,...`` or ``verified:adaptive[:B0]`` (module docstring)."""
-    from .policies_beyond import int_parameter
-
-    head, sep, rest = text.partition(":")
-    if not sep:
-        raise ValueError(f"policy {text!r}: expected verified:B (B = the block size), verified:B1,B2,... or "
-                         "verified:adaptive[:B0]")
-    kind, _, b0 = rest.partition(":")
-    if kind == "adaptive":
-        B0 = int_parameter(b0, f"policy {text!r}: the first block size B0") if b0 else DEFAULT_B0
-        return Verified(DraftSchedule((B0,), adaptive=True))
-    return Verified(DraftSchedule(int_parameter(b.strip(), f"policy {text!r}: the block size B") for b in rest.split(",")))
