@@ -188,3 +188,15 @@ def test_bad_specs(capsys, spec, words):
     assert main(["adaptive", "exact", "--language", "interval:2", "-L", "4", "-N", "4", "--policy", spec]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mdmt adaptive: error:") and words in err and err.count("\n") == 1
+
+
+def test_too_many_confidence_states_fall_back_to_monte_carlo(monkeypatch):
+    """The chain's states (partial assignment, confidences) are bounded; past the bound the exact law raises one
+    clear error, and mdmt samplers takes the Monte Carlo estimate instead."""
+    from mdmt.bounds.studies.samplers import sampler_point
+
+    monkeypatch.setattr(remdm_conf, "MAX_CONF_STATES", 20)
+    with pytest.raises(remdm_conf.TooManyStates, match=r"L = 4, N = 4 reached \d+ states at step \d; at most 20"):
+        exact_policy_law(interval_hmm(2), 4, parse_policy("remdm:conf", 4), support_only=False)
+    p = sampler_point(interval_hmm(2), 4, "remdm:conf", 4, num=50)
+    assert p["method"] == "Monte Carlo (50)" and 0 <= p["ser"] <= 1

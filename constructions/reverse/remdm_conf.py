@@ -29,9 +29,11 @@ at least one position.
 each decoded token).  With the oracle a confidence is an entry of the oracle table, so the chain has
 finitely many states; they are enumerated step by step in a dictionary (state -> mass), each state's
 successors a product over positions ((V+1) outcomes for a masked one, 2 for a decoded one).  The number
-of states grows with L, V and N (measured on the interval HMM, V = 2: L = 4 in 3 s at N = 64, L = 5 in 2 s at
-N = 12 and 10 s at N = 48, L = 6 in 15 s at N = 6); (V+1)^L <= ``MAX_ASSIGNMENTS`` and ``MAX_CONF_STATES`` states
-at a step bound it, with a clear error beyond.  :func:`sample_conf` is the Monte Carlo sampler
+of states grows with L, V and N, and with the number of distinct oracle probabilities: measured on the
+interval HMM (V = 2), L = 4 in 3 s at N = 64, L = 5 in 2 s at N = 12 and 10 s at N = 48, L = 6 in 15 s at
+N = 6; on a full-support 3-gram with V = 3, L = 3 in 2 s at N = 8, while L = 4 passes 10^5 states at the third
+step.  (V+1)^L <= ``MAX_ASSIGNMENTS`` and ``MAX_CONF_STATES`` states at a step bound it, with a clear error
+beyond (:class:`TooManyStates` for the latter).  :func:`sample_conf` is the Monte Carlo sampler
 at any L.
 """
 
@@ -49,7 +51,11 @@ from .remdm import SIGMA_TOL, remdm_steps
 
 DEFAULT_ETA = 1.0  # ReMDM's released remdm-conf: sigma^(l) = eta_conf^(l) * sigma_max
 MAX_ASSIGNMENTS = 4096  # (V+1)^L partial assignments under the exact chain's states
-MAX_CONF_STATES = 100_000  # (partial assignment, confidences) states held by the exact chain at one step
+MAX_CONF_STATES = 50_000  # (partial assignment, confidences) states held by the exact chain at one step
+
+
+class TooManyStates(ValueError):
+    """The exact ReMDM-conf chain would hold more than ``MAX_CONF_STATES`` states (use the Monte Carlo sampler)."""
 
 
 def conf_steps(eta: float, N: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -115,7 +121,7 @@ def conf_law(language, L: int, eta: float, N: int, tables=None):
                 key = (int(sum(c[0] * int(strides[i]) for i, c in enumerate(combo))), tuple(c[1] for c in combo))
                 new[key] = new.get(key, 0.0) + pr
         if len(new) > MAX_CONF_STATES:
-            raise ValueError(f"the exact ReMDM-conf law at L = {L}, N = {N} reached {len(new)} states at step {j + 1}; at "
+            raise TooManyStates(f"the exact ReMDM-conf law at L = {L}, N = {N} reached {len(new)} states at step {j + 1}; at "
                              f"most {MAX_CONF_STATES} are supported (use the Monte Carlo sampler)")
         law = new
     f = np.zeros(tables.n_states)
