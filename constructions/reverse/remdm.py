@@ -20,7 +20,6 @@ mdmt's grid is uniform, t_k = k / N (N steps), with alpha_t = 1 - t, and the sch
                    sigma alpha / (1 - alpha) and remasking at rate sigma, a corrector at a fixed noise
                    level -- and rises linearly to 1 at t = 0, without remasking (ReMDM-loop; default ETA 0.02;
                    t_on, t_off, alpha_on are the defaults of ReMDM's released scripts).
-
 ``conf[:ETA]``     ReMDM-conf: a decoded token is remasked with probability ETA sigma_max(t) times a softmax
                    weight of minus the probability it was decoded with (default ETA 1); the state carries
                    those probabilities, so its exact law is a chain on (partial assignment, confidences):
