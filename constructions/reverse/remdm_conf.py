@@ -1,6 +1,6 @@
 """ReMDM's confidence-based schedule with the oracle denoiser (SPEC ``remdm:conf[:ETA]``): exact law and Monte Carlo.
 
-ReMDM (Wang et al., arXiv 2503.00307, Section 4.1, "Confidence-based schedule") gives every decoded
+ReMDM (Wang et al., arXiv 2503.00307, the sigma_t schedules, "Confidence-based schedule") gives every decoded
 token its own remasking probability.  A token keeps the probability psi it had under the denoiser
 when it was (last) decoded -- here the oracle q(x_i = v | x_U) of the partial assignment of that step;
 a masked position has psi = +infinity.  At a step from t to s < t (the grid and alpha of :mod:`.remdm`,
