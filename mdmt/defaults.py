@@ -12,7 +12,8 @@ TER_SCHEDULES = ("warmstart", "linear", "cosine")
 
 #: The grammar of a reverse process (policy) SPEC, as quoted in help texts and errors.
 POLICY_FORMS = ("iid[:SCHEDULE], uniform, random:tc|dtc|uniform, confidence, margin, entropy, threshold:TAU, "
-                "entropy-sum:GAMMA, stride, blocks, optimal, bisect[:W], remdm:cap|rescale|loop[:ETA], verified:B")
+                "entropy-sum:GAMMA, stride, blocks, optimal, bisect[:W], remdm:cap|rescale|loop|conf[:ETA], "
+                "verified:B|B1,B2,...|adaptive[:B0]")
 
 #: Where balanced step sizes from N put the L mod N larger steps: on the first steps (LLaDA's
 #: ``get_num_transfer_tokens``, reused by ParallelBench's code) or the last (docs/tasks.md).

@@ -79,3 +79,22 @@ def test_an_explicit_law_is_studied_at_its_own_length_and_the_sizes_of_a_task_sh
         assert r["reached"]
         assert r["calls"] == (2 if r["sampler"] == "optimal" else r["L"]), r
         assert abs(r["ser"]) < 1e-12, r
+
+
+def test_draft_schedules_and_the_confidence_schedule_are_lines_of_the_study(capsys):
+    """Each draft schedule of verified drafting is one run (SER 0, calls = its exact E[rounds]); remdm:conf takes N
+    like the other ReMDM schedules (the smallest N reaching the target, exact at small L)."""
+    lang, L = interval_hmm(2), 4
+    for spec in ("verified:1,2,4", "verified:adaptive", "verified:adaptive:1"):
+        r = min_calls(lang, L, spec, 0.1)
+        law = exact_policy_law(lang, L, parse_policy(spec), support_only=False)
+        assert r["steps"] is None and r["reached"] and r["method"] == "exact"
+        assert r["calls"] == pytest.approx(law.expected_nfe) and r["ser"] == pytest.approx(0.0, abs=1e-12)
+    r = min_calls(lang, L, "remdm:conf", 0.3)
+    assert r["method"] == "exact" and r["reached"]
+    ser = lambda N: exact_policy_law(lang, L, parse_policy("remdm:conf", N), support_only=False).result.ser  # noqa: E731
+    assert ser(r["steps"]) <= 0.3 and (r["steps"] == 1 or ser(r["steps"] - 1) > 0.3)
+    assert main(["samplers", "--language", "interval:2", "--lengths", "4", "--samplers",
+                 "verified:1,2,4,verified:adaptive,remdm:conf,ar", "--target", "0.3", "--no-progress", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["sampler"] for r in out["rows"]] == ["verified:1,2,4", "verified:adaptive", "remdm:conf", "ar"]

@@ -4,7 +4,7 @@ Theorems 4.3/4.4 of the paper say the i.i.d. sampler needs N linear in L for a s
 interval HMM.  For a language, lengths L and a target SER, this study finds for each sampler the
 smallest number of network calls that reaches the target, with the oracle denoiser:
 
-``iid``, ``uniform``, ``optimal``, ``confidence``, ``stride``, ``remdm:...``
+``iid``, ``uniform``, ``optimal``, ``confidence``, ``stride``, ``remdm:...`` (``remdm:conf[:ETA]`` included)
     the smallest N (doubling, then bisection on N, decided on the point estimate as in ``mdmt adaptive
     ser``) whose SER is at most the target; calls = E[NFE] at that N (N for fixed sizes);
 ``bisect``
@@ -12,6 +12,9 @@ smallest number of network calls that reaches the target, with the oracle denois
 ``verified``
     verified drafting with one block for the whole rest (``verified:L``; a larger block only removes the
     forced ends of rounds): SER = 0 always, calls = E[rounds];
+``verified:B``, ``verified:B1,B2,...``, ``verified:adaptive[:B0]``
+    verified drafting with that draft schedule (:mod:`~mdmt.constructions.reverse.verified`), one run each:
+    SER = 0, calls = E[rounds] -- the lines that compare draft schedules;
 ``ar``
     autoregressive sampling: L calls, SER = 0.
 
@@ -32,6 +35,7 @@ from mdmt.runtime.validation import positive_int
 SAMPLERS = "iid,uniform,optimal,confidence,stride,bisect,remdm:cap:0.05,remdm:loop:0.1,verified,ar"
 EXACT_STATES = 1 << 14  # (V+1)^L partial assignments for an exact reveal-chain point
 EXACT_REMDM = 1 << 16  # (2V+1)^L entries of the exact ReMDM step
+EXACT_REMDM_CONF = 1 << 7  # (V+1)^L partial assignments under the exact ReMDM-conf chain (its states carry confidences)
 EXACT_VERIFIED = 1 << 13  # V^L prefixes of the exact verified-drafting enumeration
 
 
@@ -45,6 +49,8 @@ def _policy(sampler: str, L: int, N: int | None):
 
 def _exact_ok(sampler: str, V: int, L: int) -> bool:
     """Whether the exact law of a point is small enough (compared in bits: a huge L builds no huge integer)."""
+    if sampler.startswith("remdm:conf"):
+        return L * math.log2(V + 1) <= math.log2(EXACT_REMDM_CONF)
     if sampler.startswith("remdm"):
         return L * math.log2(2 * V + 1) <= math.log2(EXACT_REMDM)
     if sampler.startswith("verified"):
@@ -58,14 +64,25 @@ def sampler_point(language, L: int, sampler: str, N: int | None = None, num: int
     from mdmt.constructions.reverse.policy_exact import exact_policy_law
     from mdmt.constructions.reverse.policy_sampler import sample_policy
 
+    from mdmt.constructions.reverse.remdm_conf import TooManyStates
+
     pol = _policy(sampler, L, N)
     if _exact_ok(sampler, language.n_symbols, L):
-        law = exact_policy_law(language, L, pol, support_only=False)
-        s = law.result.ser
-        return {"ser": s, "ci": [s, s], "calls": float(law.expected_nfe), "method": "exact"}
+        try:
+            law = exact_policy_law(language, L, pol, support_only=False)
+        except TooManyStates:  # the confidences of remdm:conf took too many values: Monte Carlo below
+            law = None
+        if law is not None:
+            s = law.result.ser
+            return {"ser": s, "ci": [s, s], "calls": float(law.expected_nfe), "method": "exact"}
     res = sample_policy(language, L, pol, num, seed=seed)
     m = sample_metrics(language, res.samples)
     return {"ser": m["ser"], "ci": m["ser_ci"], "calls": float(res.nfe.mean()), "method": f"Monte Carlo ({num})"}
+
+
+def _one_run(sampler: str) -> bool:
+    """Whether a sampler takes no N (one run decides its point): bisection and verified drafting."""
+    return sampler == "bisect" or sampler == "verified" or sampler.startswith("verified:")
 
 
 def _cap(sampler: str, L: int) -> int:
@@ -77,7 +94,7 @@ def min_calls(language, L: int, sampler: str, target: float, num: int = 500, see
     method, reached."""
     if sampler == "ar":
         return {"steps": L, "calls": float(L), "ser": 0.0, "ci": [0.0, 0.0], "method": "exact", "reached": True}
-    if sampler in ("bisect", "verified"):
+    if _one_run(sampler):
         p = sampler_point(language, L, sampler, None, num, seed)
         return {"steps": None, **p, "reached": p["ser"] <= target}
     cap = _cap(sampler, L)
@@ -116,7 +133,7 @@ def samplers_part_cost(part) -> float:
     _, L, sampler, _, num, _ = part
     if sampler == "ar":
         return 0.001
-    points = 1 if sampler in ("bisect", "verified") else 2 * max(1, _cap(sampler, L).bit_length())
+    points = 1 if _one_run(sampler) else 2 * max(1, _cap(sampler, L).bit_length())
     return 1e-7 * points * num * L * L
 
 

@@ -9,9 +9,12 @@ table q of :mod:`.references` (not the library's partial-assignment tables):
 * bisection: the order as a literal vector, its ceil(log2(L + 1)) steps, and KL = 0 on a bigram (its law
   by :func:`.brute_force.policy_law_by_trajectories` with the order given);
 * verified drafting: every full draft vector of every round with its accept/reject decisions, the law on
-  V^L (= q) and E[rounds];
+  V^L (= q) and E[rounds], for a fixed block, a list of blocks and the adaptive draft schedule (the block of
+  a round from the history of full acceptances before it);
 * ReMDM: every trajectory, each position's outcome at each step, with the step probabilities computed from
-  ReMDM's formulas here, and the bound sigma_t <= min(1, (1 - alpha_s)/alpha_t) of every step.
+  ReMDM's formulas here, and the bound sigma_t <= min(1, (1 - alpha_s)/alpha_t) of every step; for the
+  confidence schedule the trajectory carries each decoded token's confidence, and a token is remasked
+  with sigma_max exp(-psi) / sum exp(-psi') (ETA = 1).
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ def _law(lang, L):
     return _reference_law(lang, L)
 
 
-def verified_by_drafts(X: np.ndarray, q: np.ndarray, B: int) -> tuple[np.ndarray, float]:
-    """(law on the rows of X, E[rounds]) of verified drafting with blocks of B, every draft vector enumerated."""
+def verified_by_drafts(X: np.ndarray, q: np.ndarray, B) -> tuple[np.ndarray, float]:
+    """(law on the rows of X, E[rounds]) of verified drafting, every draft vector enumerated; ``B`` a block size or
+    a rule (full-acceptance flags of the rounds before, L) -> the round's block."""
     L = X.shape[1]
     V = int(X.max()) + 1
     den = bf.oracle_from_joint(X, q)
@@ -50,14 +54,15 @@ def verified_by_drafts(X: np.ndarray, q: np.ndarray, B: int) -> tuple[np.ndarray
         part[:len(prefix)] = prefix
         return den(part)[k]
 
-    stack = [((), 1.0)]
+    rule = B if callable(B) else (lambda history, L: B)
+    stack = [((), 1.0, ())]
     while stack:
-        prefix, mass = stack.pop()
+        prefix, mass, history = stack.pop()
         if len(prefix) == L:
             p[index[prefix]] += mass
             continue
         rounds += mass
-        i, e = len(prefix), min(len(prefix) + B, L)
+        i, e = len(prefix), min(len(prefix) + rule(history, L), L)
         d = [cond(prefix, k) for k in range(i, e)]
         for y in itertools.product(range(V), repeat=e - i):
             py = math.prod(d[k][y[k]] for k in range(e - i))
@@ -71,14 +76,58 @@ def verified_by_drafts(X: np.ndarray, q: np.ndarray, B: int) -> tuple[np.ndarray
                     a = min(1.0, t[y[k]] / d[k][y[k]])
                     if a > 0:
                         nxt.append((w * a, cur + (y[k],)))
-                    if a < 1:
-                        res = np.maximum(t - d[k], 0.0)
+                    res = np.maximum(t - d[k], 0.0)
+                    if a < 1 and res.sum() > 0:
                         res = res / res.sum()
                         ends += [(w * (1 - a) * res[z], cur + (z,)) for z in range(V) if res[z] > 0]
                 paths = nxt
-            for w, cur in paths + ends:
-                stack.append((cur, mass * py * w))
+            stack += [(cur, mass * py * w, history + (True,)) for w, cur in paths]
+            stack += [(cur, mass * py * w, history + (False,)) for w, cur in ends]
     return p, rounds
+
+
+def adaptive_block(b0: int):
+    """The adaptive draft schedule from its definition: B0, then min(B + 2, L) after a round whose drafts were all
+    accepted, max(B - 1, 1) after a rejection."""
+    def rule(history, L):
+        b = b0
+        for full in history:
+            b = min(b + 2, L) if full else max(b - 1, 1)
+        return b
+    return rule
+
+
+def remdm_conf_by_trajectories(X: np.ndarray, q: np.ndarray, N: int) -> tuple[np.ndarray, float]:
+    """(law on the rows of X, E[#steps revealing something]) of ReMDM-conf (ETA = 1, alpha_t = 1 - t on t_k = k / N)
+    with the oracle: every trajectory, a state carrying the confidence of each decoded token."""
+    L = X.shape[1]
+    V = int(X.max()) + 1
+    den = bf.oracle_from_joint(X, q)
+    law = {tuple((-1, 0.0) for _ in range(L)): 1.0}
+    calls = 0.0
+    for k in range(N, 0, -1):
+        a_t, a_s = 1 - k / N, 1 - (k - 1) / N
+        pu, smax = (a_s - a_t) / (1 - a_t), (min(1.0, (1 - a_s) / a_t) if a_t > 0 else 1.0)
+        new: dict = {}
+        for state, w in law.items():
+            P = den(np.array([v for v, _ in state]))
+            z = sum(math.exp(-c) for v, c in state if v >= 0)
+            opts = [[((v, c), 1 - smax * math.exp(-c) / z, 0), ((-1, 0.0), smax * math.exp(-c) / z, 0)] if v >= 0 else
+                    [((-1, 0.0), 1 - pu, 0)] + [((u, float(P[i, u])), pu * P[i, u], 1) for u in range(V)]
+                    for i, (v, c) in enumerate(state)]
+            for combo in itertools.product(*opts):
+                pr = w * math.prod(o[1] for o in combo)
+                if pr == 0:
+                    continue
+                calls += pr if any(o[2] for o in combo) else 0.0
+                key = tuple(o[0] for o in combo)
+                new[key] = new.get(key, 0.0) + pr
+        law = new
+    index = {tuple(x): r for r, x in enumerate(X.tolist())}
+    p = np.zeros(len(X))
+    for key, w in law.items():
+        p[index[tuple(v for v, _ in key)]] += w  # a mask left raises KeyError: the last step reveals everything
+    return p, calls
 
 
 def remdm_probabilities(kind: str, eta: float, N: int) -> tuple[list, list, list]:
@@ -175,15 +224,21 @@ def sampler_rows() -> list[Row]:
                          ("hmms4", lambda: random_hmm(3, 2, 1.5, 0.0, seed=4), 3)):
         lang = make()
         X, q = _law(lang, L)
-        for B in (2, 3):
+        for B, spec in ((2, "2"), (3, "3"), (lambda h, L: (1, 2, 4)[min(len(h), 2)], "1,2,4"),
+                        (adaptive_block(2), "adaptive")):
             p_ref, r_ref = verified_by_drafts(X, q, B)
-            law = exact_policy_law(lang, L, parse_policy(f"verified:{B}"), support_only=False)
-            rows.append(_law_row(f"{key}L{L}B{B}", "verified: trajectories = q", p_ref, q))
-            rows.append(_law_row(f"{key}L{L}B{B}", "verified: library law = trajectories", law.result.p, p_ref))
-            rows.append(agree("SP", f"{key}L{L}B{B}", "verified: E[calls] = trajectories", law.expected_nfe, r_ref,
-                              1e-12 * r_ref))
+            law = exact_policy_law(lang, L, parse_policy(f"verified:{spec}"), support_only=False)
+            inst = f"{key}L{L}B{spec}"
+            rows.append(_law_row(inst, "verified: trajectories = q", p_ref, q))
+            rows.append(_law_row(inst, "verified: library law = trajectories", law.result.p, p_ref))
+            rows.append(agree("SP", inst, "verified: E[calls] = trajectories", law.expected_nfe, r_ref, 1e-12 * r_ref))
         if L > 3:
             continue
+        p_ref, c_ref = remdm_conf_by_trajectories(X, q, 3)
+        law = exact_policy_law(lang, L, parse_policy("remdm:conf", 3), support_only=False)
+        rows.append(_law_row(f"{key}L{L}confN3", "remdm:conf: library law = trajectories", law.result.p, p_ref))
+        rows.append(agree("SP", f"{key}L{L}confN3", "remdm:conf: E[NFE] = trajectories", law.expected_nfe, c_ref,
+                          1e-12 * c_ref))
         for spec, N in (("cap:0.3", 3), ("rescale:0.5", 3), ("loop:0.4", 5)):
             kind, eta = spec.split(":")
             pu, sig, smax = remdm_probabilities(kind, float(eta), N)

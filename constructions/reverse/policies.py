@@ -512,13 +512,15 @@ def parse_policy(spec: str, N: int | None = None, cap: bool = False, sizes: list
 
 def split_policies(text: str) -> list[str]:
     """The SPECs of a comma-separated list of policies, where ``iid:p1,p2,...`` (an explicit vector of reveal
-    probabilities) keeps its commas: ``iid:0.5,0.5,confidence`` is ``["iid:0.5,0.5", "confidence"]``.  A number
-    continues the ``iid:`` SPEC of explicit probabilities before it; empty items are dropped."""
+    probabilities) and ``verified:B1,B2,...`` (a list of block sizes) keep their commas: ``iid:0.5,0.5,confidence`` is
+    ``["iid:0.5,0.5", "confidence"]``.  A number continues the ``iid:`` or ``verified:`` SPEC of numbers before it;
+    empty items are dropped."""
     specs: list[str] = []
     for item in (s.strip() for s in str(text).split(",")):
         if not item:
             continue
-        if specs and specs[-1].startswith("iid:") and _is_number(item) and _is_number(specs[-1][4:].split(",")[-1]):
+        if (specs and specs[-1].startswith(("iid:", "verified:")) and _is_number(item)
+                and _is_number(specs[-1].partition(":")[2].split(",")[-1])):
             specs[-1] += "," + item
         else:
             specs.append(item)

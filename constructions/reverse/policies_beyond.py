@@ -16,12 +16,15 @@ mdmt implements the samplers proposed against it as policies of the same grammar
     chain the runs are conditionally independent given the revealed separators, so the oracle
     samples it exactly (the "centroid" argument).  For an order-n chain W = n - 1 makes every
     revealed block a separator: exact in (n - 1) ceil(log2(ceil(L / W) + 1)) steps.
-``remdm:SCHEDULE[:ETA]`` (:mod:`.remdm`)
-    ReMDM's remasking sampler (Wang et al., arXiv 2503.00307) with the oracle denoiser.
-``verified:B`` (:mod:`.verified`)
+``remdm:SCHEDULE[:ETA]`` (:mod:`.remdm`; ``remdm:conf[:ETA]``: :mod:`.remdm_conf`)
+    ReMDM's remasking sampler (Wang et al., arXiv 2503.00307) with the oracle denoiser, SCHEDULE one of
+    cap, rescale, loop and conf (the confidence-based schedule).
+``verified:B``, ``verified:B1,B2,...``, ``verified:adaptive[:B0]`` (:mod:`.verified`)
     verified drafting: blocks of B positions drafted from the oracle marginals in one call and
     verified left to right by speculative sampling (Leviathan et al., ICML 2023; self-speculative
-    masked diffusion, arXiv 2510.03929): the output law is exactly the language's.
+    masked diffusion, arXiv 2510.03929): the output law is exactly the language's.  The draft
+    schedule gives the block of each round: B always; B1, B2, ... (the last repeated); or adaptive,
+    from B0 (default 2), + 2 after a fully accepted draft and - 1 after a rejection.
 
 ``optimal`` and ``bisect`` are plans of :mod:`.policies` (fixed sizes, fixed order; the classes
 ``OptimalSizes`` and ``Bisect`` live there, beside the grammar), so their exact law, sampler,
@@ -38,7 +41,7 @@ import numpy as np
 
 from mdmt.runtime.validation import positive_int
 
-BEYOND_FORMS = "optimal, bisect[:W], remdm:cap|rescale|loop[:ETA], verified:B"
+BEYOND_FORMS = "optimal, bisect[:W], remdm:cap|rescale|loop|conf[:ETA], verified:B|B1,B2,...|adaptive[:B0]"
 BEYOND_HEADS = ("optimal", "bisect", "remdm", "verified")
 
 
@@ -73,17 +76,30 @@ def int_parameter(text: str, what: str) -> int:
 
 
 def parse_law_process(text: str, N: int | None):
-    """``remdm:...`` or ``verified:B`` from its SPEC (``text`` already stripped; module docstring)."""
+    """``remdm:...`` or ``verified:...`` from its SPEC (``text`` already stripped; module docstring)."""
     head, sep, rest = text.partition(":")
     if head == "verified":
-        if not sep:
-            raise ValueError(f"policy {text!r}: expected verified:B (B = the block size)")
-        from .verified import Verified
+        return parse_verified(text)
+    from .remdm import ReMDM, parse_remdm
+    from .remdm_conf import ReMDMConf
 
-        return Verified(int_parameter(rest, f"policy {text!r}: the block size B"))
-    from .remdm import parse_remdm
+    kind, N, eta = parse_remdm(text, N)
+    return ReMDMConf(N, eta) if kind == "conf" else ReMDM(kind, N, eta)
 
-    return parse_remdm(text, N)
+
+def parse_verified(text: str):
+    """``verified:B``, ``verified:B1,B2,...`` or ``verified:adaptive[:B0]`` (:mod:`.verified`)."""
+    from .verified import DEFAULT_B0, DraftSchedule, Verified
+
+    head, sep, rest = text.partition(":")
+    if not sep:
+        raise ValueError(f"policy {text!r}: expected verified:B (B = the block size), verified:B1,B2,... or "
+                         "verified:adaptive[:B0]")
+    kind, _, b0 = rest.partition(":")
+    if kind == "adaptive":
+        B0 = int_parameter(b0, f"policy {text!r}: the first block size B0") if b0 else DEFAULT_B0
+        return Verified(DraftSchedule((B0,), adaptive=True))
+    return Verified(DraftSchedule(int_parameter(b.strip(), f"policy {text!r}: the block size B") for b in rest.split(",")))
 
 
 def resolve(policy, language, L: int):

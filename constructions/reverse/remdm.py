@@ -20,10 +20,10 @@ mdmt's grid is uniform, t_k = k / N (N steps), with alpha_t = 1 - t, and the sch
                    sigma alpha / (1 - alpha) and remasking at rate sigma, a corrector at a fixed noise
                    level -- and rises linearly to 1 at t = 0, without remasking (ReMDM-loop; default ETA 0.02;
                    t_on, t_off, alpha_on are the defaults of ReMDM's released scripts).
-
-ReMDM's confidence-weighted schedule (sigma per token from the probability it was decoded with) makes
-the state carry those probabilities, so it is not a chain on partial assignments; mdmt does not
-implement it.
+``conf[:ETA]``     ReMDM-conf: a decoded token is remasked with probability ETA sigma_max(t) times a softmax
+                   weight of minus the probability it was decoded with (default ETA 1); the state carries
+                   those probabilities, so its exact law is a chain on (partial assignment, confidences):
+                   :mod:`.remdm_conf`.
 
 **Network calls.**  Which positions are revealed at a step does not read the network (the
 probabilities above depend on t only), so a step needs a call exactly when it reveals at least
@@ -252,11 +252,13 @@ class ReMDM(LawProcess):
         return None
 
 
-def parse_remdm(text: str, N: int | None) -> ReMDM:
-    """``remdm:SCHEDULE[:ETA]`` (module docstring)."""
+def parse_remdm(text: str, N: int | None) -> tuple[str, int, float | None]:
+    """(SCHEDULE, N, ETA or None for the default) of ``remdm:SCHEDULE[:ETA]`` (module docstring), SCHEDULE one of
+    cap, rescale, loop (:class:`ReMDM`) and conf (:class:`.remdm_conf.ReMDMConf`, which imports this module: the
+    grammar, :mod:`.policies_beyond`, builds the process)."""
     parts = text.split(":")
-    if len(parts) not in (2, 3) or parts[1] not in SCHEDULES:
-        raise ValueError(f"policy {text!r}: expected remdm:SCHEDULE[:ETA], SCHEDULE one of {', '.join(SCHEDULES)}")
+    if len(parts) not in (2, 3) or parts[1] not in (*SCHEDULES, "conf"):
+        raise ValueError(f"policy {text!r}: expected remdm:SCHEDULE[:ETA], SCHEDULE one of {', '.join(SCHEDULES)}, conf")
     if N is None:
         raise ValueError(f"policy {text!r} needs the number of steps N")
     eta = None
@@ -267,4 +269,4 @@ def parse_remdm(text: str, N: int | None) -> ReMDM:
             raise ValueError(f"policy {text!r}: ETA {parts[2]!r} is not a number") from None
         if not (math.isfinite(eta) and 0 <= eta <= 1):
             raise ValueError(f"policy {text!r}: ETA must be in [0, 1], got {parts[2]!r}")
-    return ReMDM(parts[1], N, eta)
+    return parts[1], N, eta
