@@ -80,7 +80,8 @@ class KernelParams:
             AT=_frozen(A.T),
             start_bits=_frozen(start_bits), emit_bits=_frozen(emit_bits), succ_bits=_frozen(succ_bits),
             succ_table=_frozen(succ_table),
-            cdf_start=_frozen(_cdf(pi[None, :])[0]), cdf_trans=_frozen(_cdf(A)), cdf_emit=_frozen(_cdf(B)),
+            # the CDFs stay writable: :func:`_draw` also takes rows of arrays a kernel builds (one signature)
+            cdf_start=_cdf(pi[None, :])[0], cdf_trans=_cdf(A), cdf_emit=_cdf(B),
         )
 
 

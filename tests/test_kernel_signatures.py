@@ -1,0 +1,93 @@
+"""One signature per kernel (mdmt.runtime.numba_cache, "One signature per kernel").
+
+numba compiles a kernel once per tuple of argument types, and a read-only array, a writable one and a literal
+integer constant are three types.  The integration test runs a workload touching every family of kernels (HMM and
+n-gram inference, the sampler, the exact laws of the paper's process and of the policies, the support-scaled
+law and its rationals, explicit laws) in a fresh process with an empty numba cache, records every compilation
+with numba's event API, and fails if a kernel of mdmt was compiled for more than one signature.  Seeding a literal
+``m = 0`` back into the policy sampler, or a writable weight array into an explicit law's query, makes it fail.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from mdmt.runtime.numba_cache import read_only
+
+WORKLOAD = """
+    import json, sys
+    from collections import defaultdict
+    from numba.core import event
+
+    seen = defaultdict(set)
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            d = ev.data["dispatcher"]
+            name = d.py_func.__module__ + "." + d.py_func.__qualname__
+            if name.startswith("mdmt."):
+                seen[name].add(str(ev.data["args"]))
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", Listener())
+
+    import contextlib, io
+    import numpy as np
+    from mdmt.cli import main
+    from mdmt.constructions.languages.spec import language_from_spec
+
+    def run(*argv):
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(list(argv)) == 0, argv
+
+    for spec in ("interval:2", "preset:2gram", "preset:3gram", "preset:hmm"):
+        lang = language_from_spec(spec)
+        X = lang.sample_sequences(40, 6, seed=0)
+        M = X.copy()
+        M[:, ::2] = -1
+        lang.log_likelihood(X)
+        lang.posterior_marginals(M)
+        run("exact", "--language", spec, "-L", "4", "-N", "2")
+        for policy in ("uniform", "confidence", "threshold:0.9", "entropy-sum:1", "iid"):
+            run("adaptive", "exact", "--language", spec, "-L", "4", "-N", "2", "--policy", policy)
+        run("sample", "--language", spec, "-L", "6", "-N", "3", "--num", "64")
+        run("adaptive", "sample", "--language", spec, "-L", "6", "-N", "3", "--policy", "confidence", "--num", "64")
+    for spec, L in (("task:shuffle:n=3", "3"), ("task:parity:n=4", "4")):
+        lang = language_from_spec(spec)
+        X = lang.sample_sequences(20, int(L), seed=0)
+        M = X.copy()
+        M[:, 0] = -1
+        lang.log_likelihood(X)
+        lang.posterior_marginals(M)
+        for policy in ("uniform", "confidence"):
+            run("adaptive", "exact", "--language", spec, "-L", L, "-N", "2", "--policy", policy)
+    json.dump({k: sorted(v) for k, v in seen.items()}, sys.stdout)
+"""
+
+
+def test_read_only_is_a_view_that_refuses_writes():
+    a = np.arange(4.0)
+    v = read_only(a)
+    assert not v.flags.writeable and a.flags.writeable
+    assert np.shares_memory(a, v)
+    with pytest.raises(ValueError):
+        v[0] = 1.0
+
+
+@pytest.mark.integration
+def test_every_kernel_is_compiled_for_one_signature(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(WORKLOAD)], capture_output=True, text=True,
+                          env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout)
+    assert len(seen) >= 20, sorted(seen)  # the workload reaches the kernel families it is meant to
+    several = {name: sigs for name, sigs in seen.items() if len(sigs) > 1}
+    assert not several, json.dumps(several, indent=1)
