@@ -232,7 +232,8 @@ def _verdict_row(inst, case, exact, closed, printed, agrees: bool, note: str = "
     except (ValueError, TypeError):
         same = False
     row = exact_row(FAMILY, inst, case, exact, closed, "==", note=note or (
-        "agrees with the printed entry" if agrees else f"printed {printed}: differs (outside the stated condition)"))
+        "agrees with the printed entry" if agrees else
+        f"printed {printed if printed is not None else '(not defined)'}: differs (outside the stated condition)"))
     row.holds = row.holds and same == agrees
     return row
 
