@@ -198,3 +198,29 @@ def test_family_pb_catches_a_mistranscribed_entry(monkeypatch, name):
     bad = [r for r in _rows(4) if not r.holds]
     assert bad, name
     assert all(r.case.startswith(("T1", "S4", "RR")) for r in bad), [r.id for r in bad][:3]
+
+
+def test_table1_values_and_figure2_curves():
+    """The docs tables (bounds/studies/parallelbench_table1.py): inside the paper's conditions every printed entry
+    equals the exact law; outside, the documented partings (hand values in docs/tasks.md)."""
+    from mdmt.bounds.studies.parallelbench_table1 import figure2_curves, table1_values, values_markdown
+
+    rows = table1_values(ns=[2, 3, 4], gammas=(Fraction(0), Fraction(1, 2), Fraction(7, 10)))
+    assert all(r["agree"] for r in rows if r["stated"] and r["printed"] is not None)
+
+    def one(cell, n, arg):
+        return next(r for r in rows if r["cell"] == cell and r["n"] == n and r["arg"] == arg)
+
+    r = one("Replace Random / Acc. (Greedy, Top-k)", 3, 2)  # steps 2, 1: the last position alone is right
+    assert (r["exact"], r["printed"], r["stated"], r["agree"]) == (1, Fraction(1, 2), False, False)
+    r = one("Replace Random / Acc. (Greedy, Threshold)", 2, Fraction(0))  # n = 2: a tie, right half the time
+    assert (r["exact"], r["printed"], r["agree"]) == (Fraction(1, 2), 0, False)
+    r = one("Shuffle / Acc. (Greedy, Top-k)", 3, 2)  # (n-1)!!/n!! = 2/3 with the remainder last
+    assert (r["exact"], r["stated"], r["agree"]) == (Fraction(2, 3), False, True)
+    assert "1 (printed 1/2) *" in values_markdown(rows, "Replace Random / Acc. (Greedy, Top-k)", [2, 3, 4])
+    curves = figure2_curves(ns=(6,), n_threshold=4, gammas=(Fraction(1, 2), Fraction(3, 4)),
+                            law_up_to={"shuffle": 6, "replace-random": 6}, shuffle_law_gammas=(Fraction(1, 2),))
+    got = {(r["panel"], r["curve"], r["x"]): r["accuracy"] for r in curves}
+    assert got["a", "k=2", 6] == Fraction(5, 16) and got["d", "k=n", 6] == 0 and got["c", "k=n", 6] == Fraction(5, 6) ** 5
+    assert got["e", "replace-random, greedy", Fraction(3, 4)] == 1 and got["e", "replace-random, greedy", Fraction(1, 2)] == 0
+    assert all(r["source"] == "law" for r in curves if r["panel"] != "e" or r["task"] == "replace-random")
