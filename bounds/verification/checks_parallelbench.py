@@ -250,7 +250,8 @@ def table1_rows(cache: dict, tcache: dict, gcache: dict, n_max: int = 8, memo: d
     ns = range(2, n_max + 1)
     # Copy & Replace Index: ParallelBench's Copy is Y = X (a point mass at the input), Replace Index a point mass too
     for n in ns:
-        for name, lang in (("copy:Y=X", ExplicitLanguage([list(range(n))])), ("replace-index", _lang("replace-index", n))):
+        point_masses = (("copy:Y=X", ExplicitLanguage([list(range(n))])), ("replace-index", _lang("replace-index", n)))
+        for name, lang in point_masses:
             inst = f"{name}:n={n}"
             X = lang.support_
             c = sum((_entropy_ls(np.unique(X[:, i], return_counts=True)[1]) for i in range(n)), LogSum()) \
