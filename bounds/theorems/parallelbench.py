@@ -39,6 +39,19 @@ Conditional total correlation (Eq. 3 of ParallelBench): C(Y | X) = sum_i H(y_i |
 * Copy (mdmt's ``task:copy``: one uniform token of V repeated n times): the first step's s_1 draws must agree,
   V^(1 - s_1); ParallelBench's Copy (Y = X, a point mass) and Replace Index have accuracy 1 and C = 0 for every
   decoding (:func:`copy_accuracy`).
+* L_T of Replace Random (Theorem 1, Eq. 2) for a partition into steps of sizes s_t: before step t the replaced
+  item is still masked with probability m_t/n (otherwise the rest is fixed and C = 0); then each of the s_t
+  revealed positions is "replaced" with probability 1/m_t, and the step's joint law puts 1/m_t on each of them
+  and (m_t - s_t)/m_t on "none": C_t = (m_t/n) [s_t h(1/m_t) - (s_t/m_t) log m_t - ((m_t - s_t)/m_t)
+  log(m_t/(m_t - s_t))] (:func:`replace_random_lt`).  The oracle attains Eq. (2) (KL = L_T), and its output
+  law is constant on the support, so accuracy = exp(-L_T) here as on Shuffle.
+
+**The paper's printed statements** (Section 4.1-4.2 and Table 1, in bits as printed) are transcribed once, in
+the ``printed_*`` functions and ``PRINTED_*`` constants below, each naming its equation or Table 1 cell; the
+conditions under which they are stated (k | n, n > 2, gamma > 0.5, gamma >= (n-1)/n) are part of the
+transcription.  ``mdmt verify`` (family PB, rows ``T1`` and ``S4``) and tests/test_parallelbench_table1.py
+compare them with mdmt's exact laws and with the closed forms above; docs/tasks.md ("ParallelBench Table 1,
+row by row") gives the verdicts.
 """
 
 from __future__ import annotations
@@ -179,3 +192,146 @@ def threshold_accuracy(task: str, n: int, gamma, decode: str = "sample", V: int 
 def task_spec(task: str, n: int, V: int = 2) -> str:
     """The language SPEC of a list task (docs/tasks.md)."""
     return f"task:copy:n={n},V={V}" if task == "copy" else f"task:{task}:n={n}"
+
+
+def _h(p: Fraction) -> sp.Expr:
+    """The binary entropy h(p) in nats (sympy), exact for rational p."""
+    p = sp.Rational(p.numerator, p.denominator)
+    return sum((-q * sp.log(q) for q in (p, 1 - p) if q), sp.Integer(0))
+
+
+def replace_random_lt(sizes) -> sp.Expr:
+    """Eq. (2) for Replace Random: L_T = sum_t E C(S_t | X, S_<t) for steps of these sizes (nats, sympy; module
+    docstring).  One step: Eq. (3); steps of size 1: 0 (Remark 1)."""
+    n = sum(sizes)
+    out = sp.Integer(0)
+    for m, s in _remaining(sizes):
+        if s < 2:
+            continue  # one token: no correlation
+        block = sp.Rational(s, m) * sp.log(m) + (sp.Rational(m - s, m) * sp.log(sp.Rational(m, m - s)) if m > s else 0)
+        out += sp.Rational(m, n) * (s * _h(Fraction(1, m)) - block)
+    return out
+
+
+def double_factorial(n: int) -> int:
+    """n!! = n (n - 2) (n - 4) ... down to 1 or 2; 0!! = (-1)!! = 1."""
+    out = 1
+    for j in range(n, 0, -2):
+        out *= j
+    return out
+
+
+# ----------------------------------------------------------------------------- the paper's printed statements
+# ParallelBench, arXiv 2510.04767, Section 4 and Table 1, transcribed as printed (logarithms base 2: bits).
+# None means "not stated by the paper for these arguments" (outside the printed condition).
+
+def log2(x) -> sp.Expr:
+    """The paper's log2 (sympy, exact)."""
+    return sp.log(sp.sympify(x), 2)
+
+
+def bits_to_nats(expr) -> sp.Expr:
+    """A printed quantity in bits as nats: expr * log 2, expanded (the form of mdmt's closed forms)."""
+    return sp.expand(sp.sympify(expr) * sp.log(2))
+
+
+# Table 1, row "Copy & Replace Index": C(Y|X) = 0, lim C = 0, accuracy 1 under every decoding (Section 4.1).
+PRINTED_COPY_C = sp.Integer(0)
+PRINTED_COPY_C_LIMIT = sp.Integer(0)
+PRINTED_COPY_ACCURACY = Fraction(1)
+
+
+def printed_replace_random_c(n: int) -> sp.Expr:
+    """Eq. (3), Table 1 "Replace Random / C(Y|X)": (n - 1)[log2(n) - log2(n - 1)] bits."""
+    return (n - 1) * (log2(n) - log2(n - 1))
+
+
+PRINTED_REPLACE_RANDOM_C_LIMIT = log2(sp.E)  # Eq. (3), Table 1: lim C(Y|X) = log2(e) ~ 1.44 bits
+PRINTED_REPLACE_RANDOM_C_LIMIT_DECIMAL = "1.44"
+
+
+def printed_shuffle_c(n: int) -> sp.Expr:
+    """Eq. (4), Table 1 "Shuffle / C(Y|X)": n log2(n) - log2(n!) bits."""
+    return n * log2(n) - log2(sp.factorial(n))
+
+
+PRINTED_SHUFFLE_C_LIMIT = sp.oo  # Eq. (4), Table 1: lim C(Y|X) = infinity
+
+
+def printed_shuffle_lt(sizes) -> sp.Expr:
+    """Section 4.1 (Shuffle): L_T({S_t}) = sum_t |S_t| log2(k_t) - log2(n!), k_t = n - sum_(j<t) |S_j|, bits."""
+    n = sum(sizes)
+    return sum((s * log2(k) for k, s in _remaining(sizes)), sp.Integer(0)) - log2(sp.factorial(n))
+
+
+def printed_shuffle_l_half(n: int) -> sp.Expr:
+    """Section 4.1 (Shuffle), T = n/2 (2 tokens per step): L_(n/2) = log2(n!! / (n - 1)!!) bits."""
+    return log2(sp.Rational(double_factorial(n), double_factorial(n - 1)))
+
+
+def printed_shuffle_accuracy(n: int, k: int) -> Fraction | None:
+    """Eq. (5), Table 1 "Shuffle / Acc. (Greedy, Top-k)": prod_(i=1)^(n/k) P(n-(i-1)k, k) / (n-(i-1)k)^k, P the
+    falling factorial; the product runs over n/k steps, so it is stated for k | n only (None otherwise)."""
+    if n % k:
+        return None
+    out = Fraction(1)
+    for i in range(1, n // k + 1):
+        m = n - (i - 1) * k
+        out *= Fraction(math.perm(m, k), m ** k)
+    return out
+
+
+def printed_shuffle_accuracy_case(n: int, k: int) -> Fraction | None:
+    """Eq. (5), its three cases: n!/n^n if k = n, (n-1)!!/n!! if k = 2, 1 if k = 1 (None for other k)."""
+    if k == n:
+        return Fraction(math.factorial(n), n ** n)
+    if k == 2:
+        return Fraction(double_factorial(n - 1), double_factorial(n))
+    if k == 1:
+        return Fraction(1)
+    return None
+
+
+def printed_replace_random_greedy(n: int, k: int) -> Fraction | None:
+    """Section 4.2.1, Table 1 "Replace Random / Acc. (Greedy, Top-k)": 0.5 if k = 2, 0 if k > 2 (k | n assumed
+    "for simplicity"; None for k = 1, which is not stated)."""
+    if k < 2:
+        return None
+    return Fraction(1, 2) if k == 2 else Fraction(0)
+
+
+def printed_replace_random_one_step(n: int) -> Fraction:
+    """Section 4.2.1: Replace Random in one step with temperature 1: Acc(n) = ((n-1)/n)^(n-1)."""
+    return Fraction(n - 1, n) ** (n - 1)
+
+
+PRINTED_REPLACE_RANDOM_ONE_STEP_LIMIT = sp.exp(-1)  # Section 4.2.1: lim Acc(n) = 1/e
+
+
+def printed_shuffle_threshold(gamma) -> Fraction | None:
+    """Section 4.2.2, Table 1 "Shuffle / Acc. (Greedy, Threshold)": 1 if gamma > 0.5 (None otherwise)."""
+    return Fraction(1) if Fraction(gamma) > Fraction(1, 2) else None
+
+
+def printed_replace_random_threshold(n: int, gamma) -> Fraction:
+    """Section 4.2.2, Table 1 "Replace Random / Acc. (Greedy, Threshold)": 1 if gamma >= (n-1)/n, else 0 (greedy
+    decoding; the text assumes n > 2: :func:`stated_replace_random_threshold`)."""
+    return Fraction(1) if Fraction(gamma) >= Fraction(n - 1, n) else Fraction(0)
+
+
+# The conditions under which the paper states these results (Section 4.2): outside them the printed formula is
+# not claimed, and mdmt's exact value may part from it (docs/tasks.md gives the exact values there).
+
+def stated_shuffle_accuracy(n: int, k: int) -> bool:
+    """Eq. (5) is a product over n/k steps of k tokens: k | n."""
+    return n % k == 0
+
+
+def stated_replace_random_greedy(n: int, k: int) -> bool:
+    """Section 4.2.1: "assume k | n for simplicity" (and k >= 2)."""
+    return k >= 2 and n % k == 0
+
+
+def stated_replace_random_threshold(n: int) -> bool:
+    """Section 4.2.2: "Under greedy decoding with n > 2"."""
+    return n > 2
