@@ -225,3 +225,16 @@ def test_table1_values_and_figure2_curves():
     assert got["e", "replace-random, greedy", Fraction(3, 4)] == 1
     assert got["e", "replace-random, greedy", Fraction(1, 2)] == 0
     assert all(r["source"] == "law" for r in curves if r["panel"] != "e" or r["task"] == "replace-random")
+
+
+@pytest.mark.parametrize("n", [3, 5, 6, 7])
+def test_threshold_at_the_float_nearest_a_confidence_acts_as_that_confidence(n):
+    # (n-1)/n is no binary fraction for these n: the float nearest it is within 1e-16 of the exact confidence
+    # (n-1)/n of Replace Random's first step.  A confidence within TIE_TOL of the threshold is equal to it, not
+    # above it, in the float chain and in the rationals alike: greedy decoding goes one position at a time and
+    # succeeds (Table 1: 1 if gamma >= (n-1)/n); just below the boundary every position is kept in one step: 0.
+    lang = language_from_spec(f"task:replace-random:n={n}")
+    at = support_law(lang, Threshold(float(Fraction(n - 1, n))), decode="greedy", rationals=True)
+    assert at.accuracy_exact == 1
+    below = support_law(lang, Threshold(float(Fraction(n - 1, n)) - 1e-6), decode="greedy", rationals=True)
+    assert below.accuracy_exact == 0

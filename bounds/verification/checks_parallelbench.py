@@ -327,11 +327,10 @@ def table1_rows(cache: dict, tcache: dict, gcache: dict, n_max: int = 8, memo: d
 
 
 def _boundary_gammas(n: int) -> set:
-    """The Replace Random threshold's boundary gamma = (n-1)/n and the float just below it, where both are exact
-    binary fractions (n a power of two): mdmt's threshold is a float."""
+    """The Replace Random threshold's boundary gamma = (n-1)/n and a gamma just below it.  The law is computed at the
+    float nearest gamma; a confidence within TIE_TOL of the threshold counts as equal to it (policies, "Ties"), so the
+    float nearest (n-1)/n acts as (n-1)/n itself, a binary fraction (n = 4, 8) or not."""
     b = Fraction(n - 1, n)
-    if Fraction(float(b)) != b:
-        return set()
     return {b, b - Fraction(1, 1024)}
 
 

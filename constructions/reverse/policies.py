@@ -44,7 +44,9 @@ each step reveals at least one position); with ``steps=N`` the N-th step reveals
 with score > t + TIE_TOL are revealed, and the remaining positions are drawn uniformly at random
 among those with |score - t| <= TIE_TOL (TIE_TOL = 1e-9, far above the floating-point noise
 between two exact evaluations of the same marginal, far below any genuine difference on
-mdmt's languages).  The exact output law (:mod:`.policy_exact`) averages over this uniform
+mdmt's languages).  The same tolerance decides the threshold rule: a confidence exceeds tau when it is
+above tau + TIE_TOL, so that a confidence equal to tau (2/3 against ``threshold:0.6666666666666666``, the
+float nearest 2/3) does not exceed it, whichever arithmetic computed it.  The exact output law (:mod:`.policy_exact`) averages over this uniform
 choice; the sampler (:mod:`.policy_sampler`) draws it from the seeded generator (the tied
 positions with the smallest of one uniform key per position).  The count rules (threshold,
 entropy-sum) and the cut are the numba functions :func:`~.policy_rules.step_count` and

@@ -75,7 +75,7 @@ def step_count(mode, k, score_row, pos, m, tau, gamma):
     if mode == THRESHOLD:
         c = 0
         for t in range(m):
-            if score_row[pos[t]] > tau:
+            if score_row[pos[t]] > tau + TIE_TOL:  # within TIE_TOL of tau is a tie: not above it
                 c += 1
         return c if c > 0 else 1
     if mode == ENTROPY_SUM:

@@ -3,7 +3,8 @@
 The chain of :func:`.support_exact._law_one` for one target x, with exact rational masses: the marginals
 are ratios of integer weight sums (the exact weights times their common denominator), the reveal laws are
 1/C(n, r) for the uniform choices, and the confidence threshold compares the exact marginal with the exact
-rational of the float tau.  The chain multiplies ``flint.fmpq`` rationals (python-flint, a dependency of mdmt;
+rational of the float tau plus TIE_TOL (a confidence within TIE_TOL of tau does not exceed it, as in the float
+chain: :mod:`.policies`, "Ties").  The chain multiplies ``flint.fmpq`` rationals (python-flint, a dependency of mdmt;
 several times faster than ``fractions.Fraction``) and returns Fractions.
 """
 
@@ -16,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 from flint import fmpq as Q  # exact rationals in C (python-flint): the chain's many products
 
-from .policies import CONFIDENCE, FIXED, MARGIN, NEG_ENTROPY, NO_SCORE, SIZE, THRESHOLD, EntropySum, Policy
+from .policies import CONFIDENCE, FIXED, MARGIN, NEG_ENTROPY, NO_SCORE, SIZE, THRESHOLD, TIE_TOL, EntropySum, Policy
 from .support_symmetry import integer_weights
 from .support_zeta import agreement_sets, superset_sums
 from mdmt.runtime.numba_cache import read_only
@@ -65,7 +66,7 @@ def _rational_one(x, X, W, V, plan, decode) -> Fraction:
     cache: dict[int, tuple] = {}
     greedy = decode == "greedy"
     need_full = greedy or (plan.score != NO_SCORE and np.any(plan.mode != SIZE))
-    t = Fraction(plan.tau)
+    t = Fraction(plan.tau) + Fraction(TIE_TOL)  # exceeding tau: above tau + TIE_TOL (policies, "Ties")
     tau = Q(t.numerator, t.denominator)
 
     def total(ws) -> int:
