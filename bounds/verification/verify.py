@@ -93,6 +93,10 @@ class Job:
     cost: float = 0.1  # expected seconds (first run included): worker processes take the costliest groups first
 
 
+# The jobs that run the policies' exact chain (mdmt.constructions.reverse.policy_exact) share one process: on an
+# empty numba cache its kernels (seconds to compile) are then compiled once, not once in every worker that
+# reaches such a job before the first has written the cache.
+POLICY_CHAIN = "policy chain"
 FULL_ONLY = frozenset({"OP", "PB", "SP"})  # families that only the full verify runs
 
 
@@ -115,15 +119,15 @@ def jobs(quick: bool, cache: bool = False) -> list[Job]:
            Job(("T43u",), checks.union_bound_rows, "Lemma C.1"),
            Job(("T44", "T44x", "T44N", "T44C"), lambda: checks.interval_rows(quick), "interval HMM, any L"),
            Job(("CV",), checks.curve_rows, "curves"),
-           Job(("AB",), lambda: beyond.atlas_rows(quick), "atlas bounds", cost=1.0 if quick else 7.0),
-           Job(("AV",), beyond.atlas_value_rows, "atlas constants"),
-           Job(("AX",), beyond.expected_failure_rows, "atlas: documented failures"),
+           Job(("AB",), lambda: beyond.atlas_rows(quick), "atlas bounds", POLICY_CHAIN, cost=1.0 if quick else 7.0),
+           Job(("AV",), beyond.atlas_value_rows, "atlas constants", POLICY_CHAIN),
+           Job(("AX",), beyond.expected_failure_rows, "atlas: documented failures", POLICY_CHAIN),
            Job(("IT",), beyond.information_rows, "information quantities"),
-           Job(("PL",), beyond.policy_rows, "policy laws", cost=5.0),
+           Job(("PL",), beyond.policy_rows, "policy laws", POLICY_CHAIN, cost=5.0),
            Job(("CE",), partial(proof_cache.certification_rows if cache else beyond.certification_rows, quick),
                "certification", cost=1.0),
            Job(("IA",), beyond.interval_rows, "interval arithmetic"),
-           Job(("RF",), refute_checks.refutation_rows, "refutation layer")]
+           Job(("RF",), refute_checks.refutation_rows, "refutation layer", POLICY_CHAIN)]
     if not quick:  # FULL_ONLY below: its kernels (the languages' own posteriors) cost more to compile than the rest of --quick
         out.append(Job(("OP",), beyond.posterior_rows, "oracle posteriors"))
         out.append(Job(("PB",), parallelbench_rows, "ParallelBench Section 4", cost=20.0))
