@@ -23,6 +23,9 @@ gets one row with, all exact (enumeration over trajectories, docs/atlas.md):
                       its assumption (one fixed partition of the positions into steps) holds for the fixed
                       orders, where it equals kl for the oracle.
 
+On an explicit law with the oracle every column is computed from its support instead of the (V+1)^L partial
+assignments (:mod:`.atlas_support`, ``method="support"``; the two agree where both run).
+
 Each bound comes with ``*_holds`` (checked on the exact numbers) and ``*_applies`` (its
 assumption holds for this process).  For fixed sizes with uniformly random positions the oracle's
 expected KL has the closed form of :func:`uniform_positions_kl` (the information profile), a third
