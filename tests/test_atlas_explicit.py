@@ -165,3 +165,18 @@ def test_python_api_takes_explicit_laws_and_refuses_a_denoiser_on_the_support():
     assert res["instance"]["ngram_order"] is None and res["rows"][0]["chain_bound"] is None
     with pytest.raises(ValueError, match="needs an explicit law"):
         atlas(language_from_spec("interval:2"), 4, 2, "uniform", method="support")
+
+
+def test_mixture_chain_equals_the_support_law_plan_by_plan():
+    # i.i.d. steps and random step sizes as one chain over (size state, revealed set) against support_law, which
+    # runs the rates subset by subset and the random sizes one step-size vector at a time
+    from mdmt.constructions.reverse.support_exact import support_law
+    from mdmt.constructions.reverse.support_mixtures import mixture_law
+
+    for lang in (_random_law(), language_from_spec("task:dyck:L=6"), language_from_spec("task:shuffle:n=4")):
+        for N in (1, 2, 3):
+            for pol in policy_list("iid,iid:cosine,random:tc,random:dtc,random:uniform", N):
+                want = support_law(lang, pol, rationals=False)
+                got = mixture_law(lang, pol)
+                np.testing.assert_allclose(got.p, want.p, rtol=1e-12, atol=1e-15, err_msg=f"{lang} {pol.spec} N={N}")
+                assert got.kl_nats == pytest.approx(want.kl_nats, rel=1e-12)

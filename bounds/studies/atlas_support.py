@@ -4,9 +4,10 @@ On an explicit law (:class:`~mdmt.constructions.languages.explicit.ExplicitLangu
 with the oracle denoiser the atlas (:func:`.atlas.atlas`) never builds the (V+1)^L partial assignments of
 :mod:`~mdmt.constructions.reverse.tables`.  Every column comes from the support:
 
-``kl``, ``ser``         the exact output law on the support (:func:`~mdmt.constructions.reverse.support_exact.support_law`):
-                        SER = 1 - sum_{x in supp} p(x) and KL(q || p) (the paper's Eqs. 4-5), one representative per
-                        orbit of the support's symmetries;
+``kl``, ``ser``         the exact output law on the support (:func:`~mdmt.constructions.reverse.support_exact.support_law`;
+                        for i.i.d. steps and random sizes the same law in one chain,
+                        :func:`~mdmt.constructions.reverse.support_mixtures.mixture_law`): SER = 1 - sum_{x in supp} p(x)
+                        and KL(q || p) (the paper's Eqs. 4-5), one representative per orbit of the support's symmetries;
 ``expected_nfe``        fixed by the policy, or, for the rules whose step count depends on the tokens (threshold,
                         entropy-sum, top-k), the process's own chain on the support with the oracle continued by the
                         uniform law off it (:func:`~mdmt.constructions.reverse.support_forced.support_expected_nfe`);
@@ -32,6 +33,7 @@ from mdmt.constructions.reverse.information import information_quantities
 from mdmt.constructions.reverse.information_explicit import information_profile_explicit
 from mdmt.constructions.reverse.policies import IID, OptimalSizes, RandomSizes, Sizes, fixed_step_sizes
 from mdmt.constructions.reverse.support_exact import support_law
+from mdmt.constructions.reverse.support_mixtures import mixture_law
 from mdmt.constructions.reverse.support_forced import support_expected_nfe, support_teacher_forced
 from mdmt.constructions.reverse.support_symmetry import symmetry_generators
 from mdmt.runtime.resources import ResourceError
@@ -100,7 +102,10 @@ def support_process_law(language, L: int, policy, ctx: dict) -> dict:
     if hasattr(policy, "exact_law"):
         return _law_only_row(language, L, policy, ctx)
     gens = ctx["generators"]
-    law = support_law(language, policy, symmetries=gens, rationals=False)
+    if isinstance(policy, (IID, RandomSizes)):  # one chain over (size state, U) instead of one per plan
+        law = mixture_law(language, policy, gens)
+    else:
+        law = support_law(language, policy, symmetries=gens, rationals=False)
     nfe, sizes = policy.expected_nfe(L), fixed_step_sizes(policy, L)
     if nfe is None and sizes is not None:  # top-k: every step reveals its size, whatever the tokens
         nfe = float(np.count_nonzero(sizes))
