@@ -180,3 +180,14 @@ def test_mixture_chain_equals_the_support_law_plan_by_plan():
                 got = mixture_law(lang, pol)
                 np.testing.assert_allclose(got.p, want.p, rtol=1e-12, atol=1e-15, err_msg=f"{lang} {pol.spec} N={N}")
                 assert got.kl_nats == pytest.approx(want.kl_nats, rel=1e-12)
+
+
+def test_a_sweep_takes_each_explicit_law_at_its_own_length(capsys):
+    # every language at every length, except an explicit law: its own length only (it must be asked for)
+    assert main(["atlas", "--language", "task:shuffle:n=3", "--language", "task:parity:n=4", "-L", "3,4",
+                 "--steps", "2", "--processes", "uniform", "--json"]) == 0
+    got = [(r["instance"]["language"], r["instance"]["length"]) for r in json.loads(capsys.readouterr().out)["instances"]]
+    assert got == [("task:shuffle:n=3", 3), ("task:parity:n=4", 4)]
+    assert main(["atlas", "--language", "task:shuffle:n=3", "-L", "4,5", "--steps", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "L = 4, 5: this explicit law holds sequences of length 3 only" in err

@@ -304,7 +304,8 @@ def sweep_rows(result: Mapping) -> list[dict]:
 def atlas_sweep(languages: Iterable[str], lengths: Iterable[int], steps: Iterable[int],
                 processes: str = DEFAULT_PROCESSES, *, jobs: int = 1, scheduler: str | None = None,
                 progress: bool = False) -> Result:
-    """The atlas of every instance (language SPEC, L, N) of ``languages`` x ``lengths`` x ``steps``, each a part of
+    """The atlas of every instance (language SPEC, L, N) of ``languages`` x ``lengths`` x ``steps`` (an explicit law at
+    its own length only, which must be one of ``lengths``), each a part of
     :func:`mdmt.sweep.run_parts` (in this process, or on ``jobs`` Dask workers / the cluster at ``scheduler``).
 
     A :class:`mdmt.results.Result` ``{"instances": [atlas results]}`` in that order; its table ``rows`` is
@@ -312,12 +313,29 @@ def atlas_sweep(languages: Iterable[str], lengths: Iterable[int], steps: Iterabl
     """
     from mdmt.sweep import run_parts
 
-    parts = [(str(spec), int(L), int(N), processes) for spec in languages for L in lengths for N in steps]
+    lengths = [int(L) for L in lengths]
+    parts = [(str(spec), L, int(N), processes) for spec in languages for L in _lengths_of(str(spec), lengths)
+             for N in steps]
     if not parts:
         raise ValueError("atlas_sweep: give at least one language, length and step count")
     results = run_parts(atlas_part, parts, jobs=jobs, scheduler=scheduler, desc="atlas instances",
                         progress=progress, costs=[atlas_part_cost(p) for p in parts]).results()
     return Result({"instances": results}, figure="atlas_figure", derived={"rows": sweep_rows})
+
+
+def _lengths_of(spec: str, lengths: list[int]) -> list[int]:
+    """The lengths a language of a sweep is evaluated at: all of them, or, for an explicit law, its own length,
+    which must be among them."""
+    from mdmt.constructions.languages.explicit import ExplicitLanguage
+    from mdmt.constructions.languages.spec import language_from_spec
+
+    language = language_from_spec(spec)
+    if not isinstance(language, ExplicitLanguage) or not lengths:
+        return lengths
+    if language.length not in lengths:
+        raise ValueError(f"L = {', '.join(map(str, lengths))}: this explicit law holds sequences of length "
+                         f"{language.length} only ({spec})")
+    return [language.length]
 
 
 def atlas_part_cost(part) -> float:
