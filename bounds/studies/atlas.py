@@ -124,6 +124,19 @@ def iid_positions_kl(profile: np.ndarray, pi) -> float:
     return float(total)
 
 
+def profile_total_correlation(policy, L: int, profile: np.ndarray) -> float | None:
+    """E sum_j TC of the oracle from the information profile for the processes with uniformly random positions:
+    i.i.d. steps (:func:`iid_positions_kl`), fixed sizes (:func:`uniform_positions_kl`), random sizes
+    (:func:`random_sizes_kl`); None for the others."""
+    if isinstance(policy, IID):
+        return iid_positions_kl(profile, policy.pi)
+    if isinstance(policy, RandomSizes):
+        return random_sizes_kl(profile, policy.N, policy.law)
+    if isinstance(policy, Sizes):
+        return uniform_positions_kl(profile, fixed_step_sizes(policy, L))
+    return None
+
+
 def _harmonic(n: int) -> float:
     return float(np.sum(1.0 / np.arange(1, n + 1))) if n > 0 else 0.0
 
@@ -262,7 +275,7 @@ def atlas(language: Language, L: int, N: int, processes: str = DEFAULT_PROCESSES
     if _method(language, denoiser, method) == "support":
         from .atlas_support import explicit_context, support_process_law
 
-        ctx = explicit_context(language, L)
+        ctx = explicit_context(language, L, profile_total_correlation)
         info, profile, V, n = ctx["info"], ctx["profile"], language.n_symbols, None
         laws = ((pol, support_process_law(language, L, pol, ctx)) for pol in
                 (ctx["resolve"](p) for p in policies))

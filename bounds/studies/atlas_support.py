@@ -13,8 +13,8 @@ with the oracle denoiser the atlas (:func:`.atlas.atlas`) never builds the (V+1)
                         uniform law off it (:func:`~mdmt.constructions.reverse.support_forced.support_expected_nfe`);
 ``total_correlation``   E sum_j TC(X_{S_j} | X_{U_j}) (= ``assignment_kl`` = ``pb_lower``: the learning term of the
                         oracle is 0): for uniformly random positions (i.i.d. steps, fixed and random sizes) the
-                        information profile identity (:func:`.atlas.iid_positions_kl`, :func:`.atlas.uniform_positions_kl`,
-                        :func:`.atlas.random_sizes_kl`) with the profile of the support; for the other policies, or
+                        information profile identity (:func:`.atlas.profile_total_correlation`) with the profile of
+                        the support; for the other policies, or
                         when the profile is refused, the teacher-forced chain on the support
                         (:func:`~mdmt.constructions.reverse.support_forced.support_teacher_forced`);
 instance                H, TC, DTC and sum_i I(X_i; X_-i) from the support (O(M L^2)) and the profile (O(M 2^L); None
@@ -39,9 +39,11 @@ from mdmt.constructions.reverse.support_symmetry import symmetry_generators
 from mdmt.runtime.resources import ResourceError
 
 
-def explicit_context(language, L: int) -> dict:
+def explicit_context(language, L: int, closed_form) -> dict:
     """What every row of one explicit instance shares: ``info`` (H, TC, DTC, sum_i I), ``profile`` (or None when
-    refused), ``generators`` (the support's symmetries, found once) and ``resolve`` (binds ``optimal``)."""
+    refused), ``generators`` (the support's symmetries, found once), ``resolve`` (binds ``optimal``) and
+    ``closed_form(policy, L, profile)``: E sum_j TC from the profile for uniformly random positions, else None
+    (:func:`.atlas.profile_total_correlation`, passed in: the atlas imports this module)."""
     if int(L) != language.length:
         raise ValueError(f"L = {L}: this explicit law holds sequences of length {language.length} only")
     info = information_quantities(language, L, method="exact")
@@ -49,7 +51,8 @@ def explicit_context(language, L: int) -> dict:
         profile = information_profile_explicit(language)
     except ResourceError:
         profile = None  # the columns that need it come from the chains on the support instead
-    ctx = {"info": info, "profile": profile, "generators": symmetry_generators(language), "tables": None}
+    ctx = {"info": info, "profile": profile, "generators": symmetry_generators(language), "tables": None,
+           "closed_form": closed_form}
 
     def resolve(policy):
         if isinstance(policy, OptimalSizes) and profile is not None:
@@ -63,21 +66,6 @@ def explicit_context(language, L: int) -> dict:
 
     ctx["resolve"] = resolve
     return ctx
-
-
-def _profile_tc(policy, L: int, profile):
-    """E sum_j TC of a policy with uniformly random positions from the profile identity; None for the others."""
-    from .atlas import iid_positions_kl, random_sizes_kl, uniform_positions_kl
-
-    if profile is None:
-        return None
-    if isinstance(policy, IID):
-        return iid_positions_kl(profile, policy.pi)
-    if isinstance(policy, RandomSizes):
-        return random_sizes_kl(profile, policy.N, policy.law)
-    if isinstance(policy, Sizes):
-        return uniform_positions_kl(profile, fixed_step_sizes(policy, L))
-    return None
 
 
 def _law_only_row(language, L: int, policy, ctx: dict) -> dict:
@@ -111,7 +99,7 @@ def support_process_law(language, L: int, policy, ctx: dict) -> dict:
         nfe = float(np.count_nonzero(sizes))
     if nfe is None:
         nfe = support_expected_nfe(language, policy, gens)
-    tc = _profile_tc(policy, L, ctx["profile"])
+    tc = None if ctx["profile"] is None else ctx["closed_form"](policy, L, ctx["profile"])
     if tc is None:
         tc = support_teacher_forced(language, policy, gens)["total_correlation"]
     return {"kl": law.kl_nats, "ser": law.ser, "expected_nfe": nfe, "assignment_kl": tc, "total_correlation": tc,
