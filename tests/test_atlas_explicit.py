@@ -191,3 +191,25 @@ def test_a_sweep_takes_each_explicit_law_at_its_own_length(capsys):
     assert main(["atlas", "--language", "task:shuffle:n=3", "-L", "4,5", "--steps", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "L = 4, 5: this explicit law holds sequences of length 3 only" in err
+
+
+def test_latin_squares_of_order_four_at_l16_by_hand():
+    # task:latin:4 (576 squares, L = 16, V = 4; 5^16 partial assignments, far beyond the tables).  blocks over
+    # N = 4 steps reveals row after row: row 1 has 4 free cells (1/4 each), row 2 three options per cell, row 3
+    # two, row 4 one, so every square gets p = 4^-4 3^-4 2^-4 = 1/576^2: KL = log 576 and accuracy 576/576^2 = 1/576;
+    # the oracle's KL equals the ParallelBench partition value E sum TC.  stride reveals column after column: the same
+    # by transposition.  Instance: H = log 576, every cell uniform (sum_i H(X_i) = 16 log 4) and fixed by the others
+    # (DTC = H, sum_i I = 16 log 4); Li & Cai's expression with s_max = 4 is 3/16 sum_i I = 3 log 4 < log 576: it fails
+    # for these orders, whose positions are not uniformly random (docs/atlas.md).
+    res = atlas(language_from_spec("task:latin:4"), 16, 4, "blocks,stride")
+    inst = res["instance"]
+    assert inst["entropy"] == pytest.approx(math.log(576), rel=1e-12)
+    assert inst["total_correlation"] == pytest.approx(16 * math.log(4) - math.log(576), rel=1e-12)
+    assert inst["dual_total_correlation"] == pytest.approx(math.log(576), rel=1e-12)
+    assert inst["sum_mutual_information"] == pytest.approx(16 * math.log(4), rel=1e-12)
+    for r in res["rows"]:
+        assert r["kl"] == pytest.approx(math.log(576), rel=1e-12), r["process"]
+        assert 1 - r["ser"] == pytest.approx(1 / 576, rel=1e-9), r["process"]
+        assert r["pb_lower"] == pytest.approx(math.log(576), rel=1e-12) and r["pb_holds"]
+        assert r["li_cai"] == pytest.approx(3 * math.log(4), rel=1e-12) and r["li_cai_holds"] is False
+        assert r["expected_nfe"] == 4 and r["chain_bound"] is None
