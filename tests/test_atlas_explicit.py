@@ -213,3 +213,9 @@ def test_latin_squares_of_order_four_at_l16_by_hand():
         assert r["pb_lower"] == pytest.approx(math.log(576), rel=1e-12) and r["pb_holds"]
         assert r["li_cai"] == pytest.approx(3 * math.log(4), rel=1e-12) and r["li_cai_holds"] is False
         assert r["expected_nfe"] == 4 and r["chain_bound"] is None
+
+
+def test_a_length_beyond_the_support_chains_is_refused_in_one_line():
+    X = np.array([[0] * 30, [1] * 30])
+    with pytest.raises(ValueError, match=r"2\^L revealed sets per sequence; L = 30 exceeds mdmt's limit of 24"):
+        atlas(ExplicitLanguage(X, [0.5, 0.5], n_symbols=2), 30, 3, "uniform")

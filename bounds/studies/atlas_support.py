@@ -32,7 +32,7 @@ import numpy as np
 from mdmt.constructions.reverse.information import information_quantities
 from mdmt.constructions.reverse.information_explicit import information_profile_explicit
 from mdmt.constructions.reverse.policies import IID, OptimalSizes, RandomSizes, Sizes, fixed_step_sizes
-from mdmt.constructions.reverse.support_exact import support_law
+from mdmt.constructions.reverse.support_exact import MAX_LENGTH, support_law
 from mdmt.constructions.reverse.support_mixtures import mixture_law
 from mdmt.constructions.reverse.support_forced import support_expected_nfe, support_teacher_forced
 from mdmt.constructions.reverse.support_symmetry import symmetry_generators
@@ -46,6 +46,9 @@ def explicit_context(language, L: int, closed_form) -> dict:
     (:func:`.atlas.profile_total_correlation`, passed in: the atlas imports this module)."""
     if int(L) != language.length:
         raise ValueError(f"L = {L}: this explicit law holds sequences of length {language.length} only")
+    if L > MAX_LENGTH:
+        raise ValueError(f"the atlas on the support tracks 2^L revealed sets per sequence; L = {L} exceeds mdmt's "
+                         f"limit of {MAX_LENGTH}")
     info = information_quantities(language, L, method="exact")
     try:
         profile = information_profile_explicit(language)

@@ -265,8 +265,10 @@ def _run(lang: ExplicitLanguage, policy: Policy, generators, forced: bool):
     check_memory(f"the teacher-forced chain on the support (2^{L} revealed sets per sequence)",
                  2 * (1 << L) * (L * V if full else 1) * 8, "use a shorter length")
     steps = arrays[1].shape[1]
+    rates = any(np.any(p.mode == RATE) for _, p in plans)  # every subset of the masked positions: 3^L pairs a step
     check_work(f"the teacher-forced chain of {len(reps_idx)} representative sequence(s) on the support",
-               len(reps_idx) * (1 << L) * (L * (V if full else 1) + steps * L * max(1, len(plans))),
+               len(reps_idx) * ((1 << L) * (L * (V if full else 1) + steps * L * max(1, len(plans)))
+                                + (3 ** L * steps * L if rates else 0)),
                "use a smaller support or fewer steps")
     g = np.zeros((len(plans), steps + 1, L + 1)) if forced else off_support_calls(arrays, V, L)
     w = _weights_for_floats(lang)
