@@ -219,3 +219,14 @@ def test_a_length_beyond_the_support_chains_is_refused_in_one_line():
     X = np.array([[0] * 30, [1] * 30])
     with pytest.raises(ValueError, match=r"2\^L revealed sets per sequence; L = 30 exceeds mdmt's limit of 24"):
         atlas(ExplicitLanguage(X, [0.5, 0.5], n_symbols=2), 30, 3, "uniform")
+
+
+def test_the_profile_counts_the_python_work_of_each_subset(monkeypatch):
+    # 2 sequences of length 16: 2^16 subsets, each a few numpy calls whatever M; with a work limit of 10^7 the
+    # profile is refused (about 6.6e7 operations), naming the size, instead of counting only M 2^L = 1.3e5
+    from mdmt.constructions.reverse.information_explicit import information_profile_explicit
+    from mdmt.runtime.resources import ResourceError
+
+    monkeypatch.setenv("MDMT_MAX_WORK", "1e7")
+    with pytest.raises(ResourceError, match=r"2 sequences x 2\^16 subsets of positions"):
+        information_profile_explicit(ExplicitLanguage(np.array([[0] * 16, [1] * 16]), [0.5, 0.5], n_symbols=2))
