@@ -41,7 +41,7 @@ from mdmt.constructions.reverse.schedules import reveal_probabilities  # noqa: E
 from mdmt.constructions.reverse.tables import build_tables  # noqa: E402
 
 ALL = ("iid,uniform,random:tc,random:dtc,confidence,margin,entropy,threshold:0.9,entropy-sum:1,stride,blocks,"
-       "optimal,bisect,verified:2")
+       "optimal,bisect,verified:2,remdm:cap")
 
 
 def _random_law():
