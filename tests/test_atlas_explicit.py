@@ -182,6 +182,17 @@ def test_mixture_chain_equals_the_support_law_plan_by_plan():
                 assert got.kl_nats == pytest.approx(want.kl_nats, rel=1e-12)
 
 
+def test_the_size_chain_gives_the_expected_calls_of_every_step_size_law():
+    # E[NFE] from the size chain against the sum over every step-size vector (RandomSizes.compositions) and the
+    # closed form of i.i.d. steps
+    from mdmt.constructions.reverse.support_mixtures import size_chain_nfe
+
+    for L in (2, 5, 9):
+        for N in (1, 2, 3, 6):
+            for pol in policy_list("iid,iid:cosine,random:tc,random:dtc,random:uniform", N):
+                assert size_chain_nfe(pol, L) == pytest.approx(pol.expected_nfe(L), rel=1e-12, abs=1e-12), (L, N, pol)
+
+
 def test_a_sweep_takes_each_explicit_law_at_its_own_length(capsys):
     # every language at every length, except an explicit law: its own length only (it must be asked for)
     assert main(["atlas", "--language", "task:shuffle:n=3", "--language", "task:parity:n=4", "-L", "3,4",

@@ -33,7 +33,7 @@ from mdmt.constructions.reverse.information import information_quantities
 from mdmt.constructions.reverse.information_explicit import information_profile_explicit
 from mdmt.constructions.reverse.policies import IID, OptimalSizes, RandomSizes, Sizes, fixed_step_sizes
 from mdmt.constructions.reverse.support_exact import MAX_LENGTH, support_law
-from mdmt.constructions.reverse.support_mixtures import mixture_law
+from mdmt.constructions.reverse.support_mixtures import mixture_law, size_chain_nfe
 from mdmt.constructions.reverse.support_forced import support_expected_nfe, support_teacher_forced
 from mdmt.constructions.reverse.support_symmetry import symmetry_generators
 from mdmt.runtime.resources import ResourceError
@@ -97,7 +97,9 @@ def support_process_law(language, L: int, policy, ctx: dict) -> dict:
         law = mixture_law(language, policy, gens)
     else:
         law = support_law(language, policy, symmetries=gens, rationals=False)
-    nfe, sizes = policy.expected_nfe(L), fixed_step_sizes(policy, L)
+    sizes = fixed_step_sizes(policy, L)
+    # random sizes: the size chain instead of the sum over every step-size vector (2^(L-1) of them at large N)
+    nfe = size_chain_nfe(policy, L) if isinstance(policy, RandomSizes) else policy.expected_nfe(L)
     if nfe is None and sizes is not None:  # top-k: every step reveals its size, whatever the tokens
         nfe = float(np.count_nonzero(sizes))
     if nfe is None:

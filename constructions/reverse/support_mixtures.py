@@ -21,7 +21,7 @@ that of the subset without its lowest position times one factor: O(1) per pair, 
     :meth:`~.policies.RandomSizes.compositions` (the same draws, sorted and merged).
 
 This is the law :func:`.support_exact.support_law` computes plan by plan (one chain per step-size vector for random
-sizes, O(|S|) per subset for the rates), in one pass; the two are tested equal.
+sizes, O(|S|) per subset for the rates), in one pass over the revealed sets; the two are tested equal.
 """
 
 from __future__ import annotations
@@ -79,9 +79,33 @@ def size_kernel(policy, L: int) -> np.ndarray:
     raise ValueError(f"policy {policy.spec!r}: the mixture chain takes i.i.d. steps and random step sizes only")
 
 
+def size_chain_nfe(policy, L: int) -> float:
+    """E[NFE] of ``IID`` or ``RandomSizes`` from the size chain alone: the expected number of steps that reveal at
+    least one position, sum over the states (a, u) of P(a, u) * P(the step from (a, u) reveals something), in
+    O(A^2 L^2) (the same number as the policy's own ``expected_nfe``, which sums over every step-size vector)."""
+    K = size_kernel(policy, L)
+    A = K.shape[0]
+    P = np.zeros((A, L + 1))
+    P[0, 0] = 1.0
+    nfe = 0.0
+    for u in range(L):  # a step revealing s >= 1 goes to a larger u; s = 0 to a larger a at the same u
+        for a in range(A):
+            if P[a, u] == 0.0:
+                continue
+            nfe += P[a, u] * K[a, u, 1:, :].sum()
+            for s in range(L - u + 1):
+                P[:, u + s] += P[a, u] * K[a, u, s, :]
+    return float(nfe)
+
+
 @nb.njit(cache=True)
 def _law_one(C, L, K):
-    """p(x) of one target (C = its superset sums) and the mass left unfinished."""
+    """p(x) of one target (C = its superset sums) and the mass left unfinished.
+
+    One pass over the revealed sets in increasing order (a successor U + S, S non-empty, is a larger integer; a
+    step revealing nothing keeps U and moves to a larger size state, handled first): the mass of (a, U) is
+    complete when U is reached.  Per U the size law is folded into one vector per subset size, so each pair
+    (U, S) costs O(A)."""
     n = 1 << L
     full = n - 1
     A = K.shape[0]
@@ -96,56 +120,64 @@ def _law_one(C, L, K):
         for s in range(m + 1):
             inv[m, s] = 1.0 / c
             c = c * (m - s) / (s + 1)
-    active = np.empty(A, dtype=np.int64)
+    out = np.zeros((L + 1, A))  # out[s, a']: the mass of U leaving by a subset of size s into size state a'
     done = 0.0
-    for _ in range(L + A + 1):
-        G = np.zeros((A, n))
+    left = 0.0
+    for U in range(full):
         live = False
-        for U in range(full):
-            na = 0
-            for a in range(A):
-                if F[a, U] != 0.0:
-                    active[na] = a
-                    na += 1
-            if na == 0:
-                continue
-            live = True
-            u = 0
-            masked = full & ~U
-            for i in range(L):
-                if (U >> i) & 1:
-                    u += 1
-                else:
-                    fac[1 << i] = C[U | (1 << i)] / C[U]
-            m = L - u
-            prod[0] = 1.0
-            cnt[0] = 0
-            S = 0
-            while True:
-                if S != 0:
-                    prev = S & (S - 1)
-                    prod[S] = prod[prev] * fac[S & ~prev]
-                    cnt[S] = cnt[prev] + 1
-                s = cnt[S]
-                base = prod[S] * inv[m, s]
-                if base != 0.0:
-                    for t in range(na):
-                        a = active[t]
-                        f = F[a, U] * base
-                        for a2 in range(a, A):
-                            k = K[a, u, s, a2]
-                            if k != 0.0:
-                                if s == m:
-                                    done += f * k
-                                else:
-                                    G[a2, U | S] += f * k
-                if S == masked:
-                    break
-                S = (S - masked) & masked
-        F = G
+        for a in range(A):
+            if F[a, U] != 0.0:
+                live = True
         if not live:
-            break
-    return done, F.sum()
+            continue
+        u = 0
+        masked = full & ~U
+        for i in range(L):
+            if (U >> i) & 1:
+                u += 1
+            else:
+                fac[1 << i] = C[U | (1 << i)] / C[U]
+        m = L - u
+        for a in range(A):  # steps that reveal nothing (rates): to a larger size state, same U
+            f = F[a, U]
+            if f != 0.0:
+                for a2 in range(a + 1, A):
+                    F[a2, U] += f * K[a, u, 0, a2]
+        out[:, :] = 0.0
+        for a in range(A):
+            f = F[a, U]
+            if f == 0.0:
+                continue
+            way_out = 0.0
+            for s in range(m + 1):
+                for a2 in range(A):
+                    k = K[a, u, s, a2]
+                    way_out += k
+                    if s > 0:
+                        out[s, a2] += f * k
+            if way_out == 0.0:
+                left += f  # a size state with no step left while positions are masked
+        prod[0] = 1.0
+        cnt[0] = 0
+        S = (0 - masked) & masked  # the smallest non-empty subset of the masked positions
+        while True:
+            prev = S & (S - 1)
+            prod[S] = prod[prev] * fac[S & ~prev]
+            cnt[S] = cnt[prev] + 1
+            s = cnt[S]
+            base = prod[S] * inv[m, s]
+            if base != 0.0:
+                if s == m:
+                    for a2 in range(A):
+                        done += base * out[s, a2]
+                else:
+                    for a2 in range(A):
+                        if out[s, a2] != 0.0:
+                            F[a2, U | S] += base * out[s, a2]
+            if S == masked:
+                break
+            S = (S - masked) & masked
+    return done, left
 
 
 @nb.njit(cache=True, parallel=True)
@@ -173,7 +205,7 @@ def mixture_law(lang: ExplicitLanguage, policy, generators=None) -> SupportLaw:
     labels = orbits(lang.n_sequences, gens)
     reps_idx = np.unique(labels)
     check_memory(f"the exact law on the support (2^{L} revealed sets per sequence, {A} size states)",
-                 (3 * A + 3) * (1 << L) * 8, "use a shorter length")
+                 (A + 3) * (1 << L) * 8, "use a shorter length")
     check_work(f"the exact law of {len(reps_idx)} representative sequence(s) on the support",
                len(reps_idx) * 3 ** L * A, "use a smaller support or a shorter length")
     w = _weights_for_floats(lang)
