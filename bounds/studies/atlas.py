@@ -23,6 +23,9 @@ gets one row with, all exact (enumeration over trajectories, docs/atlas.md):
                       its assumption (one fixed partition of the positions into steps) holds for the fixed
                       orders, where it equals kl for the oracle.
 
+On an explicit law with the oracle every column is computed from its support instead of the (V+1)^L partial
+assignments (:mod:`.atlas_support`, ``method="support"``; the two agree where both run).
+
 Each bound comes with ``*_holds`` (checked on the exact numbers) and ``*_applies`` (its
 assumption holds for this process).  For fixed sizes with uniformly random positions the oracle's
 expected KL has the closed form of :func:`uniform_positions_kl` (the information profile), a third
@@ -100,6 +103,40 @@ def random_sizes_kl(profile: np.ndarray, N: int, law: str) -> float:
     return float(total)
 
 
+def iid_positions_kl(profile: np.ndarray, pi) -> float:
+    """E KL of the paper's i.i.d. reveal steps (oracle) in closed form, from the information profile.
+
+    Each position's step is drawn i.i.d. from ``pi`` (Section 3.2), so at step j the numbers (u, s) of positions
+    revealed before and at the step are multinomial, L!/(u! s! (L-u-s)!) P^u pi_j^s (1 - P - pi_j)^(L-u-s) with
+    P = pi_1 + ... + pi_{j-1}, and given them the positions are uniformly random: the step contributes
+    E[s (f(u+1) - f(u)) - (f(u+s) - f(u))] (as in :func:`uniform_positions_kl`).
+    """
+    f = np.asarray(profile, dtype=np.float64)
+    L = len(f) - 1
+    before, total = 0.0, 0.0
+    for pj in np.asarray(pi, dtype=np.float64):
+        after = max(0.0, 1.0 - before - pj)
+        for u in range(L):
+            for s in range(2, L - u + 1):  # s <= 1 contributes nothing
+                prob = math.comb(L, u) * math.comb(L - u, s) * before ** u * pj ** s * after ** (L - u - s)
+                total += prob * (s * (f[u + 1] - f[u]) - (f[u + s] - f[u]))
+        before += pj
+    return float(total)
+
+
+def profile_total_correlation(policy, L: int, profile: np.ndarray) -> float | None:
+    """E sum_j TC of the oracle from the information profile for the processes with uniformly random positions:
+    i.i.d. steps (:func:`iid_positions_kl`), fixed sizes (:func:`uniform_positions_kl`), random sizes
+    (:func:`random_sizes_kl`); None for the others."""
+    if isinstance(policy, IID):
+        return iid_positions_kl(profile, policy.pi)
+    if isinstance(policy, RandomSizes):
+        return random_sizes_kl(profile, policy.N, policy.law)
+    if isinstance(policy, Sizes):
+        return uniform_positions_kl(profile, fixed_step_sizes(policy, L))
+    return None
+
+
 def _harmonic(n: int) -> float:
     return float(np.sum(1.0 / np.arange(1, n + 1))) if n > 0 else 0.0
 
@@ -174,52 +211,87 @@ def process_law(language, L: int, policy, tables, table, n: int | None) -> dict:
             "E_D": None if n is None else expected_dependencies_from_patterns(n, L, tf["pattern_law"])}
 
 
-def atlas(language: Language, L: int, N: int, processes: str = DEFAULT_PROCESSES, denoiser: Denoiser | None = None) -> Result:
+METHODS = ("auto", "tables", "support")
+
+
+def _method(language, denoiser, method: str) -> str:
+    """``tables`` (the (V+1)^L partial assignments) or ``support`` (an explicit law with the oracle, at the scale of
+    its support: :mod:`.atlas_support`); ``auto`` picks the support for an explicit law with the oracle."""
+    from mdmt.constructions.languages.explicit import ExplicitLanguage
+
+    if method not in METHODS:
+        raise ValueError(f"atlas method must be one of {', '.join(METHODS)}, got {method!r}")
+    explicit = isinstance(language, ExplicitLanguage)
+    if method == "auto":
+        return "support" if explicit and denoiser is None else "tables"
+    if method == "support" and not explicit:
+        raise ValueError("the atlas on the support needs an explicit law (a language listed on its support)")
+    if method == "support" and denoiser is not None:
+        raise ValueError("the atlas on the support runs with the oracle denoiser only (use method='tables')")
+    return method
+
+
+def _row(pol, r: dict, L: int, N: int, V: int, info: dict, profile, n: int | None, oracle: bool) -> dict:
+    """The atlas row of one process from its exact law and chain expectations ``r`` (module docstring)."""
+    TC, DTC, sumI = info["total_correlation"], info["dual_total_correlation"], info["sum_mutual_information"]
+    kl, ser, nfe = r["kl"], r["ser"], r["expected_nfe"]
+    akl, tc, learn = r["assignment_kl"], r["total_correlation"], r["learning"]
+    row = {"process": pol.spec, "adaptive": pol.adaptive, "expected_nfe": nfe, "kl": kl,
+           "kl_bits_per_token": None if kl is None else kl / (L * math.log(2)), "ser": ser}
+    if akl is None:  # remasking, verified drafting: only the law, its KL, SER and E[NFE]
+        return row
+    cb = None if n is None or r["E_D"] is None else CHAIN_BOUND.evaluate(epsilon_learning=learn / L, V=V, E_D=r["E_D"], L=L) * L
+    sizes = fixed_step_sizes(pol, L)
+    lc = None if sizes is None else (2 ** math.ceil(math.log2(int(max(sizes)))) - 1) / L * sumI + learn
+    K = nfe if isinstance(pol, (Threshold, EntropySum)) else N
+    row.update({"assignment_kl": akl, "total_correlation": tc, "learning": learn, "assignment_kl_holds": _holds(kl, akl),
+                "chain_bound": cb, "chain_bound_holds": _holds(kl, cb), "chain_bound_applies": cb is not None,
+                "li_cai": lc, "li_cai_holds": _holds(kl, lc), "li_cai_applies": isinstance(pol, Sizes),
+                "tc_ratio": _ratio(kl, TC / K), "dtc_ratio": _ratio(kl, DTC / K),
+                "pb_lower": tc, "pb_holds": _holds(tc, kl), "pb_applies": isinstance(pol, FixedOrder)})
+    if oracle and profile is not None and isinstance(pol, Sizes):
+        row["profile_kl"] = uniform_positions_kl(profile, sizes)
+    if isinstance(pol, RandomSizes):
+        rb = random_sizes_bound(L, pol.N, pol.law, TC, DTC)
+        row["random_sizes_bound"] = None if rb is None else rb + learn
+        row["random_sizes_bound_holds"] = _holds(akl, row["random_sizes_bound"])
+        if oracle and profile is not None:
+            row["profile_kl"] = random_sizes_kl(profile, pol.N, pol.law)
+    return row
+
+
+def atlas(language: Language, L: int, N: int, processes: str = DEFAULT_PROCESSES, denoiser: Denoiser | None = None,
+          method: str = "auto") -> Result:
     """The atlas of one instance (module docstring): ``instance`` (H, TC, DTC, sum_i I, the profile) and ``rows``
-    (one per process); a :class:`mdmt.results.Result` (``.to_frame()``, ``.to_csv()``, ``.plot()``)."""
+    (one per process); a :class:`mdmt.results.Result` (``.to_frame()``, ``.to_csv()``, ``.plot()``).
+
+    ``method``: ``tables`` (the (V+1)^L partial assignments, any language and denoiser, small L), ``support``
+    (an explicit law with the oracle, at the scale of its support, :mod:`.atlas_support`) or ``auto`` (the support
+    for an explicit law with the oracle, the tables otherwise).
+    """
     L = positive_int("L", L)
     N = positive_int("number of steps N", N)
     policies = policy_list(processes, N)
-    tables = build_tables(language, L)
-    V = tables.V
-    D = denoiser_table(tables, denoiser)
-    info = information_quantities(language, L, method="exact")
-    profile = information_profile(tables)
-    n = language.n if isinstance(language, NGram) else None
-    TC, DTC, sumI = info["total_correlation"], info["dual_total_correlation"], info["sum_mutual_information"]
-    rows = []
-    for pol in policies:
-        pol = resolve(pol, language, L)  # optimal: the DP's sizes for this language and L
-        r = process_law(language, L, pol, tables, D, n)
-        kl, ser, nfe = r["kl"], r["ser"], r["expected_nfe"]
-        akl, tc, learn = r["assignment_kl"], r["total_correlation"], r["learning"]
-        cb = None if n is None or r["E_D"] is None else CHAIN_BOUND.evaluate(epsilon_learning=learn / L, V=V, E_D=r["E_D"], L=L) * L
-        sizes = fixed_step_sizes(pol, L)
-        lc = None if sizes is None else (2 ** math.ceil(math.log2(int(max(sizes)))) - 1) / L * sumI + learn
-        if akl is None:  # remasking, verified drafting: only the law, its KL, SER and E[NFE]
-            rows.append({"process": pol.spec, "adaptive": pol.adaptive, "expected_nfe": nfe, "kl": kl,
-                         "kl_bits_per_token": kl / (L * math.log(2)), "ser": ser})
-            continue
-        K = nfe if isinstance(pol, (Threshold, EntropySum)) else N
-        row = {"process": pol.spec, "adaptive": pol.adaptive, "expected_nfe": nfe, "kl": kl,
-               "kl_bits_per_token": kl / (L * math.log(2)), "ser": ser, "assignment_kl": akl,
-               "total_correlation": tc, "learning": learn, "assignment_kl_holds": _holds(kl, akl),
-               "chain_bound": cb, "chain_bound_holds": _holds(kl, cb), "chain_bound_applies": cb is not None,
-               "li_cai": lc, "li_cai_holds": _holds(kl, lc), "li_cai_applies": isinstance(pol, Sizes),
-               "tc_ratio": _ratio(kl, TC / K), "dtc_ratio": _ratio(kl, DTC / K),
-               "pb_lower": tc, "pb_holds": _holds(tc, kl), "pb_applies": isinstance(pol, FixedOrder)}
-        if denoiser is None and isinstance(pol, Sizes):
-            row["profile_kl"] = uniform_positions_kl(profile, sizes)
-        if isinstance(pol, RandomSizes):
-            rb = random_sizes_bound(L, pol.N, pol.law, TC, DTC)
-            row["random_sizes_bound"] = None if rb is None else rb + learn
-            row["random_sizes_bound_holds"] = _holds(akl, row["random_sizes_bound"])
-            if denoiser is None:
-                row["profile_kl"] = random_sizes_kl(profile, pol.N, pol.law)
-        rows.append(row)
+    if _method(language, denoiser, method) == "support":
+        from .atlas_support import explicit_context, support_process_law
+
+        ctx = explicit_context(language, L, profile_total_correlation)
+        info, profile, V, n = ctx["info"], ctx["profile"], language.n_symbols, None
+        laws = ((pol, support_process_law(language, L, pol, ctx)) for pol in
+                (ctx["resolve"](p) for p in policies))
+    else:
+        tables = build_tables(language, L)
+        V = tables.V
+        D = denoiser_table(tables, denoiser)
+        info = information_quantities(language, L, method="exact")
+        profile = information_profile(tables)
+        n = language.n if isinstance(language, NGram) else None
+        laws = ((pol, process_law(language, L, pol, tables, D, n)) for pol in
+                (resolve(p, language, L) for p in policies))  # optimal: the DP's sizes for this language and L
+    rows = [_row(pol, r, L, N, V, info, profile, n, denoiser is None) for pol, r in laws]
     instance = {"length": L, "steps": N, "vocab_size": V, "ngram_order": n, "entropy": info["entropy"],
-                "total_correlation": TC, "dual_total_correlation": DTC, "sum_mutual_information": sumI,
-                "profile": profile, "oracle": denoiser is None}
+                "total_correlation": info["total_correlation"], "dual_total_correlation": info["dual_total_correlation"],
+                "sum_mutual_information": info["sum_mutual_information"], "profile": profile, "oracle": denoiser is None}
     return Result({"instance": instance, "rows": rows}, figure="atlas_figure")
 
 
@@ -245,7 +317,8 @@ def sweep_rows(result: Mapping) -> list[dict]:
 def atlas_sweep(languages: Iterable[str], lengths: Iterable[int], steps: Iterable[int],
                 processes: str = DEFAULT_PROCESSES, *, jobs: int = 1, scheduler: str | None = None,
                 progress: bool = False) -> Result:
-    """The atlas of every instance (language SPEC, L, N) of ``languages`` x ``lengths`` x ``steps``, each a part of
+    """The atlas of every instance (language SPEC, L, N) of ``languages`` x ``lengths`` x ``steps`` (an explicit law at
+    its own length only, which must be one of ``lengths``), each a part of
     :func:`mdmt.sweep.run_parts` (in this process, or on ``jobs`` Dask workers / the cluster at ``scheduler``).
 
     A :class:`mdmt.results.Result` ``{"instances": [atlas results]}`` in that order; its table ``rows`` is
@@ -253,7 +326,9 @@ def atlas_sweep(languages: Iterable[str], lengths: Iterable[int], steps: Iterabl
     """
     from mdmt.sweep import run_parts
 
-    parts = [(str(spec), int(L), int(N), processes) for spec in languages for L in lengths for N in steps]
+    lengths = [int(L) for L in lengths]
+    parts = [(str(spec), L, int(N), processes) for spec in languages for L in _lengths_of(str(spec), lengths)
+             for N in steps]
     if not parts:
         raise ValueError("atlas_sweep: give at least one language, length and step count")
     results = run_parts(atlas_part, parts, jobs=jobs, scheduler=scheduler, desc="atlas instances",
@@ -261,9 +336,31 @@ def atlas_sweep(languages: Iterable[str], lengths: Iterable[int], steps: Iterabl
     return Result({"instances": results}, figure="atlas_figure", derived={"rows": sweep_rows})
 
 
+def _lengths_of(spec: str, lengths: list[int]) -> list[int]:
+    """The lengths a language of a sweep is evaluated at: all of them, or, for an explicit law, its own length,
+    which must be among them."""
+    from mdmt.constructions.languages.explicit import ExplicitLanguage
+    from mdmt.constructions.languages.spec import language_from_spec
+
+    language = language_from_spec(spec)
+    if not isinstance(language, ExplicitLanguage) or not lengths:
+        return lengths
+    if language.length not in lengths:
+        raise ValueError(f"L = {', '.join(map(str, lengths))}: this explicit law holds sequences of length "
+                         f"{language.length} only ({spec})")
+    return [language.length]
+
+
 def atlas_part_cost(part) -> float:
-    """The expected work of an atlas instance: (V + 1)^L partial assignments for each process."""
+    """The expected work of an atlas instance: (V + 1)^L partial assignments for each process, or, on an explicit
+    law, 2^L revealed sets per support sequence (:func:`.atlas_support.support_cost`)."""
+    from mdmt.constructions.languages.explicit import ExplicitLanguage
     from mdmt.constructions.languages.spec import language_from_spec
 
     spec, L, N, processes = part
-    return float(language_from_spec(spec).n_symbols + 1) ** L * len(str(processes).split(","))
+    language = language_from_spec(spec)
+    if isinstance(language, ExplicitLanguage):
+        from .atlas_support import support_cost
+
+        return support_cost(language, processes)
+    return float(language.n_symbols + 1) ** L * len(str(processes).split(","))

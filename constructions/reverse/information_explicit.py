@@ -9,8 +9,8 @@ Hence, in nats,
   :mod:`~mdmt.constructions.reverse.information`): O(M L^2) work;
 * the information profile f(u) = average of H(X_W) over |W| = u (docs/atlas.md) needs H(X_W) for all 2^L
   subsets: each is obtained from its parent W minus {max W} by refining the parent's group labels with one more
-  column, so the whole table costs O(2^L M) (a dense relabelling per subset), refused beyond ``MDMT_MAX_WORK``
-  with the size named.
+  column, so the whole table costs O(2^L M) (a dense relabelling per subset, plus a fixed cost of a few numpy
+  calls, counted as :data:`SUBSET_OVERHEAD` operations), refused beyond ``MDMT_MAX_WORK`` with the size named.
 
 Subsets are indexed as in :func:`~mdmt.constructions.reverse.chain.subset_entropies`: bit L-1-i for position i.
 """
@@ -23,6 +23,7 @@ from mdmt.runtime.resources import check_memory, check_work
 from mdmt.runtime.validation import MASK
 
 _DENSE = 1 << 24  # relabel through an array of M*V slots up to this size, by sorting beyond
+SUBSET_OVERHEAD = 1000  # elementary operations a subset costs beside its M rows (a few numpy calls in Python)
 
 
 def _entropy(mass: np.ndarray) -> float:
@@ -71,7 +72,8 @@ def subset_entropies_explicit(language) -> np.ndarray:
                          f"2^{L} subsets of positions; at most L = 62 (use information_quantities, O(M L^2))")
     check_memory(f"the entropies of the 2^{L} subsets of positions", 8 * (1 << L), "use a shorter length")
     check_work(f"the information profile of an explicit law of {M} sequences x 2^{L} subsets of positions",
-               M * (1 << L), "use information_quantities (H, TC, DTC, sum_MI: O(M L^2)) or a smaller support")
+               (M + SUBSET_OVERHEAD) * (1 << L),
+               "use information_quantities (H, TC, DTC, sum_MI: O(M L^2)) or a smaller support")
     HW = np.zeros(1 << L)
 
     def grow(labels: np.ndarray, n: int, mask: int, last: int) -> None:

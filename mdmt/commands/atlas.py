@@ -1,4 +1,5 @@
-"""``mdmt atlas``: the exact KL of every reverse process beside the published bounds, on one small instance."""
+"""``mdmt atlas``: the exact KL of every reverse process beside the published bounds, on one small instance, or on
+an explicit law at the scale of its support (docs/atlas.md)."""
 
 from ._common import (add_force, add_format, add_json, add_scheduler, add_steps, at_least, check_interval_multiple, format_table,
                       int_list, integer, load_language, name_list, print_json, scheduler_of)
