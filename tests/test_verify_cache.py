@@ -1,4 +1,4 @@
-"""The rows of verify's symbolic families (SD, CE) kept between runs of ``mdmt verify``
+"""The rows of verify's exact, deterministic families (SD, CE, PB) kept between runs of ``mdmt verify``
 (bounds/verification/proof_cache.py): the same rows as proved afresh, read back without proving, never kept
 from a run with a failed row, recomputed for another version or a damaged file; the library proves every time."""
 
@@ -101,3 +101,18 @@ def test_the_command_uses_the_kept_rows(monkeypatch):
     assert main(["verify", "-k", "^SD$", "--json"]) == 0
     assert seen == [True]
     assert checks.derivation_rows is not proof_cache.derivation_rows
+
+
+def test_the_parallelbench_rows_are_kept_and_read_back(folder, monkeypatch):
+    from mdmt.bounds.verification import checks_parallelbench
+    from mdmt.bounds.verification.verify import jobs
+
+    compute, calls = _counted([_row()])
+    monkeypatch.setattr(checks_parallelbench, "parallelbench_rows", compute)
+    first = proof_cache.parallelbench_rows()
+    second = proof_cache.parallelbench_rows()
+    assert _key(first) == _key(second) and len(calls) == 1
+    assert list(folder.glob("verify-parallelbench-*.pickle"))
+    pb = [j for j in jobs(quick=False, cache=True) if j.families == ("PB",)]
+    assert len(pb) == 1 and pb[0].run is proof_cache.parallelbench_rows  # the command's full verify reads them
+    assert [j for j in jobs(quick=False) if j.families == ("PB",)][0].run is not proof_cache.parallelbench_rows

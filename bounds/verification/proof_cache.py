@@ -1,10 +1,11 @@
-"""The rows of ``mdmt verify``'s symbolic families, kept on disk between runs of the command.
+"""The rows of ``mdmt verify``'s exact, deterministic families, kept on disk between runs of the command.
 
 Two families are sympy's proofs and arb's certificates: SD, every step of every statement (the paper's
 Theorems 4.2-4.4, Lemmas B.8-B.11, C.1 and the closed forms of Appendix A; :mod:`mdmt.bounds.theorems`), and
-CE, the same machinery refusing false steps.  They are exact, deterministic, and the costliest part of
-``verify --quick``.  Their outcome depends only on the source of mdmt and on the versions of Python, sympy,
-mpmath, python-flint and numpy, so ``mdmt verify`` keeps the rows of a run in which every row held, in numba's
+CE, the same machinery refusing false steps.  They are the costliest part of ``verify --quick``.  The third,
+PB (ParallelBench's Section 4 and Table 1 against the exact task laws, in rationals), is the costliest family of
+the full ``verify``.  Their outcome depends only on the source of mdmt and on the versions of Python, sympy,
+mpmath, python-flint, numpy and numba, so ``mdmt verify`` keeps the rows of a run in which every row held, in numba's
 kernel cache folder for this source (:mod:`mdmt.runtime.numba_cache`: a hash of every ``.py`` file of the
 package names the folder), under a name that holds the hash of those versions.  Any edit of the source or any
 other version selects another file, and the proofs run again; a run with a failed row keeps nothing; a file
@@ -26,7 +27,7 @@ from typing import Callable
 
 from . import checks
 
-VERSIONED = ("sympy", "mpmath", "flint", "numpy")
+VERSIONED = ("sympy", "mpmath", "flint", "numpy", "numba")
 
 
 def _folder() -> Path | None:
@@ -90,3 +91,10 @@ def certification_rows(quick: bool) -> list:
     from . import checks_beyond
 
     return cached("certification-quick" if quick else "certification", lambda: checks_beyond.certification_rows(quick))
+
+
+def parallelbench_rows() -> list:
+    """:func:`.checks_parallelbench.parallelbench_rows` (PB), kept."""
+    from . import checks_parallelbench
+
+    return cached("parallelbench", checks_parallelbench.parallelbench_rows)

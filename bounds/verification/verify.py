@@ -107,8 +107,8 @@ def _sampler_rows():
 
 
 def jobs(quick: bool, cache: bool = False) -> list[Job]:
-    """The jobs of a run; with ``cache``, the rows of the symbolic families (SD, CE) of an earlier run of this source
-    and these library versions (:mod:`.proof_cache`)."""
+    """The jobs of a run; with ``cache``, the rows of the exact, deterministic families (SD, CE, PB) of an earlier run
+    of this source and these library versions (:mod:`.proof_cache`)."""
     # costs: seconds measured on two cores, on a fresh numba cache for the policy laws (their kernels compile)
     derivations = proof_cache.derivation_rows if cache else checks.derivation_rows
     out = [Job(("SD",), derivations, "derivations", cost=2.0),
@@ -130,7 +130,8 @@ def jobs(quick: bool, cache: bool = False) -> list[Job]:
            Job(("RF",), refute_checks.refutation_rows, "refutation layer", POLICY_CHAIN)]
     if not quick:  # FULL_ONLY below: its kernels (the languages' own posteriors) cost more to compile than the rest of --quick
         out.append(Job(("OP",), beyond.posterior_rows, "oracle posteriors"))
-        out.append(Job(("PB",), parallelbench_rows, "ParallelBench Section 4", cost=20.0))
+        out.append(Job(("PB",), proof_cache.parallelbench_rows if cache else parallelbench_rows,
+                       "ParallelBench Section 4", cost=20.0))
         out.append(Job(("SP",), _sampler_rows, "samplers beyond the paper", cost=6.0))
     for inst in instances(quick):
         out.append(Job(("C3", "C4"), partial(checks.tc_rows, inst), f"{inst.key}: total correlations", inst.key))
@@ -224,8 +225,8 @@ def run_checks(quick: bool = False, pattern: str | None = None,
 
     The jobs are independent: with several workers (:func:`workers`, or ``processes``) they run in forked processes,
     a group (an instance's two jobs) in one process, the groups handed out as processes free up; the rows are
-    the same, in the same order, as in one process.  ``cache``: the rows of the symbolic families (SD, CE) of an
-    earlier run of this source and these library versions (:mod:`.proof_cache`; ``mdmt verify`` uses it)."""
+    the same, in the same order, as in one process.  ``cache``: the rows of the exact, deterministic families (SD, CE,
+    PB) of an earlier run of this source and these library versions (:mod:`.proof_cache`; ``mdmt verify`` uses it)."""
     chosen = select(pattern)
     todo = [j for j in jobs(quick, cache) if chosen & set(j.families)]
     groups: dict[str, list[int]] = {}
