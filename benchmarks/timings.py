@@ -20,6 +20,12 @@ runs after one warm-up, min and max beside it):
   and the unit tests) warm and on an empty numba cache (goals 60 s and 90 s on two cores), and the
   integration tier ``python -m pytest -q -m integration``, once each.
 
+Warm means every cache a second run finds: numba's kernels and Python's bytecode.  Python writes its bytecode
+cache (``__pycache__``) by default; where ``PYTHONDONTWRITEBYTECODE`` is set, every process compiles mdmt's
+source and pytest rewrites every test module again (about 3 s of collection per pytest worker), so the
+measured processes run without it and the warm test tier follows one unmeasured collection; the report says
+whether it was set.
+
 The goals are printed beside each figure (``ok`` / ``MISSED``).  The load average at the start and
 the end is recorded: a busy machine gives longer times, so the report says how busy it was.
 The report (Markdown) goes to standard output and, with ``--out``, to that file.
@@ -177,6 +183,7 @@ def main(argv=None) -> int:
     prov = record([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
     prov["command"] = "python benchmarks/timings.py " + " ".join(argv if argv is not None else sys.argv[1:])
     load_start = load()
+    no_bytecode = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # module docstring: warm includes bytecode
     exe = mdmt_exe()
     rows = []  # (what, figure, goal, ok)
 
@@ -208,6 +215,8 @@ def main(argv=None) -> int:
                 ("`python -m pytest -q`, empty numba cache (the first run after a fresh install)", [], "cold", 90.0),
                 ("`python -m pytest -q -m integration` (integration tier), warm", ["-m", "integration"], None, None)):
             cache = tempfile.mkdtemp(prefix="mdmt-numba-") if env == "cold" else None
+            if not args and env is None:  # the warm tier: Python's bytecode and pytest's rewritten tests written
+                pytest_run(["--collect-only", "-n", "0"], None)
             try:
                 dt, summary, ok = pytest_run(args, {**os.environ, "NUMBA_CACHE_DIR": cache} if cache else None)
             finally:
@@ -222,6 +231,9 @@ def main(argv=None) -> int:
              f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB; {m['platform']}; Python {v['python']}, "
              f"numpy {v['numpy']}, scipy {v['scipy']}, numba {v['numba']}, sympy {v['sympy']}, torch {v['torch']}.  ",
              f"Load average (1, 5, 15 min) at the start: {load_start}; at the end: {load()}.  ",
+             "Python's bytecode cache: written and read as by default"
+             + (" (`PYTHONDONTWRITEBYTECODE` was set here and is removed for the measured processes)." if no_bytecode
+                else ".") + "  ",
              f"Command line: `{' '.join(exe)}`.", "",
              "| what | wall time | goal | |", "| --- | --- | --- | --- |"]
     lines += [f"| {w} | {f} | {g} | {ok} |" for w, f, g, ok in rows]

@@ -14,6 +14,9 @@
   process a test starts: otherwise the pool's threads spin after each parallel region and take the cores
   from the other pytest worker (on two cores, with two workers, tests of numba's parallel kernels ran
   3 to 30 times slower than alone).
+* A pytest-xdist worker ends at once after its last cleanup (``os._exit``): its results went to the controller
+  in ``pytest_sessionfinish``, and waiting for the controller's farewell and tearing down an interpreter that
+  holds numba, sympy and torch took 3 to 5 s at the end of every run.
 """
 
 import os
@@ -30,6 +33,25 @@ if os.environ.get("MDMT_BLOCK_TORCH") == "1":
     block_torch()
 
 load_profile()  # the Hypothesis profiles of mdmt's property tests (mdmt/proofs/settings.py)
+
+
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER") and hasattr(config, "workeroutput"):
+        config.add_cleanup(lambda: _end_worker(config))  # added first among this run's cleanups: runs last of them
+
+
+def _end_worker(config) -> None:
+    """End this xdist worker now that the controller has its results (module docstring)."""
+    import sys
+
+    if "exitstatus" not in config.workeroutput:  # "workerfinished" not sent: leave the ending to xdist
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 -- a closed stream: nothing to flush
+            pass
+    os._exit(0)
 
 
 def _has_cuda() -> bool:

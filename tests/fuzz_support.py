@@ -85,6 +85,11 @@ def serve() -> None:
         reply.write(MARK + json.dumps({"rc": rc, "out": out.getvalue()[-20000:], "err": err.getvalue()[-20000:],
                                        "seconds": time.perf_counter() - t0}) + "\n")
         reply.flush()
+    # end of input: the parent is closing; its log flushed, the worker ends without tearing its interpreter down
+    # (numba, sympy and torch loaded: seconds the parent would wait for)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _limit_address_space():  # pragma: no cover - runs in the child
