@@ -112,7 +112,7 @@ def jobs(quick: bool, cache: bool = False) -> list[Job]:
     # costs: seconds measured on two cores, on a fresh numba cache for the policy laws (their kernels compile)
     derivations = proof_cache.derivation_rows if cache else checks.derivation_rows
     out = [Job(("SD",), derivations, "derivations", cost=2.0),
-           Job(("S",), checks.schedule_rows, "schedules"),
+           Job(("S",), checks.schedule_rows, "schedules", cost=0.5),
            Job(("D",), lambda: checks.dependency_rows(quick), "dependencies", cost=0.1 if quick else 1.2),
            Job(("B11",), lambda: checks.separator_bound_rows(quick), "Lemma B.11"),
            Job(("C5",), lambda: checks.theorem42_rows(quick), "Theorem 4.2"),
@@ -122,7 +122,7 @@ def jobs(quick: bool, cache: bool = False) -> list[Job]:
            Job(("AB",), lambda: beyond.atlas_rows(quick), "atlas bounds", POLICY_CHAIN, cost=1.0 if quick else 7.0),
            Job(("AV",), beyond.atlas_value_rows, "atlas constants", POLICY_CHAIN),
            Job(("AX",), beyond.expected_failure_rows, "atlas: documented failures", POLICY_CHAIN),
-           Job(("IT",), beyond.information_rows, "information quantities"),
+           Job(("IT",), beyond.information_rows, "information quantities", cost=0.6),
            Job(("PL",), beyond.policy_rows, "policy laws", POLICY_CHAIN, cost=5.0),
            Job(("CE",), partial(proof_cache.certification_rows if cache else beyond.certification_rows, quick),
                "certification", cost=1.0),
