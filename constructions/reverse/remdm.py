@@ -207,8 +207,6 @@ def sample_remdm(language, L: int, kind: str, eta: float, N: int, num: int, rng,
     pu, sigma = remdm_steps(kind, eta, N)
     X = np.full((num, L), MASK, dtype=np.int64)
     nfe = np.zeros(num, dtype=np.int64)
-    from .sampler import draw_tokens
-
     for j in range(len(pu)):
         masked = X == MASK
         reveal = masked & (rng.random((num, L)) < pu[j])
@@ -216,13 +214,25 @@ def sample_remdm(language, L: int, kind: str, eta: float, N: int, num: int, rng,
         u = rng.random((num, L))
         rows = np.flatnonzero(reveal.any(axis=1))
         nfe[rows] += 1
-        for s in range(0, len(rows), batch):
-            r = rows[s:s + batch]
-            P = np.asarray(language.posterior_marginals(X[r], off_support="uniform"), dtype=np.float64)
-            rr, cc = np.nonzero(reveal[r])
-            X[r[rr], cc] = draw_tokens(P[rr, cc], u[r[rr], cc])
+        oracle_reveal(language, X, reveal, u, rows, batch)
         X[remask] = MASK
     return X, nfe
+
+
+def oracle_reveal(language, X, reveal, u, rows, batch: int, psi=None) -> None:
+    """Reveal the positions ``reveal`` of the rows ``rows`` of X in place, each token drawn from the oracle marginal
+    of its row (continued by the uniform law off the support) by the inverse CDF of its uniform in ``u``, ``batch``
+    rows per call of the oracle; with ``psi``, also the probability each drawn token had (ReMDM-conf's confidence)."""
+    from .sampler import draw_tokens
+
+    for s in range(0, len(rows), batch):
+        r = rows[s:s + batch]
+        P = np.asarray(language.posterior_marginals(X[r], off_support="uniform"), dtype=np.float64)
+        rr, cc = np.nonzero(reveal[r])
+        tok = draw_tokens(P[rr, cc], u[r[rr], cc])
+        X[r[rr], cc] = tok
+        if psi is not None:
+            psi[r[rr], cc] = P[rr, cc, tok]
 
 
 class ReMDM(LawProcess):

@@ -47,7 +47,7 @@ import numpy as np
 from mdmt.runtime.validation import MASK, positive_int
 
 from .process_base import LawProcess
-from .remdm import SIGMA_TOL, remdm_steps
+from .remdm import SIGMA_TOL, oracle_reveal, remdm_steps
 
 DEFAULT_ETA = 1.0  # ReMDM's released remdm-conf: sigma^(l) = eta_conf^(l) * sigma_max
 MAX_ASSIGNMENTS = 4096  # (V+1)^L partial assignments under the exact chain's states
@@ -135,8 +135,6 @@ def conf_law(language, L: int, eta: float, N: int, tables=None):
 
 def sample_conf(language, L: int, eta: float, N: int, num: int, rng, batch: int = 512):
     """(samples (num, L), NFE (num,)) of ReMDM-conf with the oracle at any L (module docstring)."""
-    from .sampler import draw_tokens
-
     L = positive_int("L", L)
     pu, sigma, smax = conf_steps(eta, N)
     X = np.full((num, L), MASK, dtype=np.int64)
@@ -149,13 +147,7 @@ def sample_conf(language, L: int, eta: float, N: int, num: int, rng, batch: int 
         u = rng.random((num, L))
         rows = np.flatnonzero(reveal.any(axis=1))
         nfe[rows] += 1
-        for s in range(0, len(rows), batch):
-            r = rows[s:s + batch]
-            P = np.asarray(language.posterior_marginals(X[r], off_support="uniform"), dtype=np.float64)
-            rr, cc = np.nonzero(reveal[r])
-            tok = draw_tokens(P[rr, cc], u[r[rr], cc])
-            X[r[rr], cc] = tok
-            psi[r[rr], cc] = P[rr, cc, tok]
+        oracle_reveal(language, X, reveal, u, rows, batch, psi)
         X[remask] = MASK
         psi[remask] = np.nan
     return X, nfe
