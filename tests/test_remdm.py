@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from mdmt.bounds.verification.brute_force import oracle_from_joint
 from mdmt.cli import main
 from mdmt.constructions.languages import interval_hmm, random_hmm, random_ngram
 from mdmt.constructions.reverse import remdm
@@ -27,15 +28,10 @@ def brute_force(lang, L, N, pu, sigma):
     grid = np.array(list(itertools.product(range(V), repeat=L)))
     q = np.exp(lang.log_likelihood(grid))
 
+    denoise = oracle_from_joint(grid, q)
+
     def oracle(state, i):
-        hit = np.ones(len(grid), dtype=bool)
-        for k, v in enumerate(state):
-            if v != M:
-                hit &= grid[:, k] == v
-        z = q[hit].sum()
-        if z == 0:
-            return np.full(V, 1.0 / V)
-        return np.array([q[hit & (grid[:, i] == v)].sum() for v in range(V)]) / z
+        return denoise(np.array(state))[i]
 
     law = {tuple([M] * L): 1.0}
     calls = 0.0

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from mdmt.bounds.verification.brute_force import oracle_from_joint
 from mdmt.cli import main
 from mdmt.constructions.languages import interval_hmm, random_hmm, random_ngram
 from mdmt.constructions.reverse import remdm_conf
@@ -30,13 +31,10 @@ def brute_force(lang, L, N, eta):
     grid = np.array(list(itertools.product(range(V), repeat=L)))
     q = np.exp(lang.log_likelihood(grid))
 
+    denoise = oracle_from_joint(grid, q)
+
     def oracle(tokens, i):
-        hit = np.ones(len(grid), dtype=bool)
-        for k, v in enumerate(tokens):
-            if v != M:
-                hit &= grid[:, k] == v
-        z = q[hit].sum()
-        return np.full(V, 1.0 / V) if z == 0 else np.array([q[hit & (grid[:, i] == v)].sum() for v in range(V)]) / z
+        return denoise(np.array(tokens))[i]
 
     law = {tuple((M, None) for _ in range(L)): 1.0}
     calls = 0.0
