@@ -43,6 +43,7 @@ import numba
 import numpy as np
 
 from mdmt.constructions.languages import preset, to_hmmlearn
+from mdmt.runtime.parallel import threads as kernel_threads
 
 
 def best_of(f, k: int) -> float:
@@ -82,12 +83,12 @@ def main():
     print(describe(record()).replace("Command: `", "Command: `python "), "\n")  # the command, commit and machine
     q = preset("hmm", seed=0)
     S = q.n_states
-    threads = numba.get_num_threads()
+    threads = kernel_threads()
     peak = measured_peak()
     info = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(), "numba_threads": threads,
             "numpy": np.__version__, "numba": numba.__version__, "hmmlearn": hmmlearn.__version__,
             "peak_gflops": peak, "n_states": S, "n_symbols": q.n_symbols, "num": args.num}
-    print(f"machine: {info['machine']}, {info['cpus']} CPUs, numba threads {threads}; numpy {np.__version__}, "
+    print(f"machine: {info['machine']}, {info['cpus']} CPUs, kernel threads {threads}; numpy {np.__version__}, "
           f"numba {numba.__version__}, hmmlearn {hmmlearn.__version__}")
     print(f"measured float64 peak (4096^2 matmul, all cores): {peak:.1f} GFLOP/s")
     print(f"language: hmm preset, seed 0 (S = {S}, |V| = {q.n_symbols}); {args.num} sequences per length\n")

@@ -18,7 +18,7 @@ learning error, SER and perplexity against N), ``Figure1``, ``Figure1Config``,
 ``entropy_rate``, ``set_threads``; training is ``mdmt.train`` (``train`` here is the submodule).
 
 Importing this package does not import torch; the submodules do.  It sets ``OMP_WAIT_POLICY=PASSIVE``
-(unless set): numba's and torch's OpenMP worker threads otherwise spin after every parallel region,
+(unless set): torch's OpenMP worker threads otherwise spin after every parallel region,
 and between the small torch operations of a training step they take the CPU from it (a step of the
 ``tiny`` MDM, with its batch drawn by numba, cost 0.5-1 CPU s instead of 0.06-0.08 s on a 2-core
 machine).  It has effect when this package is imported before torch.
@@ -30,16 +30,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def set_threads(n: int, torch: bool = True) -> None:
-    """Run numba, and torch unless ``torch`` is False, on ``n`` threads (numba: at most the pool it started with).
+    """Run mdmt's kernels (:func:`mdmt.runtime.parallel.set_threads`), and torch unless ``torch`` is False, on ``n``
+    threads.  mdmt's kernels run on Python threads of their own, not on numba's OpenMP layer, so torch's thread count
+    set here holds whatever numba computes afterwards."""
+    from mdmt.runtime.parallel import set_threads as kernel_threads
 
-    Both are needed: numba's OpenMP layer shares the OpenMP runtime with torch, and its first parallel
-    launch sets the runtime's thread count -- torch's included -- to numba's, one per core by default.
-    So ``torch.set_num_threads`` alone holds only until numba first runs in parallel, and a result's float
-    rounding would depend on whether something had run numba before it.
-    """
-    import numba
-
-    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    kernel_threads(n)
     if torch:
         from ._torch import torch as _torch
 

@@ -127,11 +127,12 @@ def mdmt_lines(script: str) -> list[list[str]] | None:
 def _in_process(work, cwd: Path) -> subprocess.CompletedProcess:
     """Run ``work() -> int`` in ``cwd`` with standard output and error captured, as a separate process would:
     what an example changes in the environment, the working directory, sys.path, the warning filters or
-    numba's thread count is put back afterwards, so that it cannot reach the tests that run later here."""
-    import numba
+    mdmt's kernel thread count is put back afterwards, so that it cannot reach the tests that run later here."""
+    from mdmt.runtime import parallel
 
-    out, err, old, env, path, nthreads = io.StringIO(), io.StringIO(), os.getcwd(), dict(os.environ), list(sys.path), \
-        numba.get_num_threads()
+    out, err, old, env, path = io.StringIO(), io.StringIO(), os.getcwd(), dict(os.environ), list(sys.path)
+    nthreads = parallel.set_threads(None)
+    parallel.set_threads(nthreads)
     os.environ["MPLBACKEND"] = "Agg"
     try:
         os.chdir(cwd)
@@ -142,7 +143,7 @@ def _in_process(work, cwd: Path) -> subprocess.CompletedProcess:
         os.environ.clear()
         os.environ.update(env)
         sys.path[:] = path
-        numba.set_num_threads(nthreads)
+        parallel.set_threads(nthreads)
     return subprocess.CompletedProcess("in-process", rc, out.getvalue(), err.getvalue())
 
 

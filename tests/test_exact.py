@@ -88,19 +88,29 @@ def test_learning_term_is_a_kl_divergence_and_zero_for_the_oracle():
                                                              rel=1e-12)
 
 
-def test_serial_and_parallel_steps_are_bitwise_equal():
-    from mdmt.constructions.reverse.exact import _CHUNKS, _step_parallel, _step_serial
+def test_one_thread_and_several_give_bitwise_equal_steps():
+    """A step's chunks run on one thread or on mdmt's kernel threads (mdmt.runtime.parallel); the chunks are summed
+    in their order, so the results are equal bit for bit."""
+    from mdmt.constructions.reverse.exact import _CHUNKS, _chunks, _step
+    from mdmt.constructions.reverse.tables import denoiser_table
+    from mdmt.runtime.parallel import run_ranges, set_threads
 
     lang = random_ngram(2, 3, 2.0, 0.05, seed=3)
     t = build_tables(lang, 4)
-    from mdmt.constructions.reverse.tables import denoiser_table
-
     D = denoiser_table(t, None)
     f = np.random.default_rng(0).random(t.n_states)
     live = t.q_ext > 0
-    a = _step_serial(f, t.digits, D, 0.4, t.V, t.strides, live, _CHUNKS)
-    b = _step_parallel(f, t.digits, D, 0.4, t.V, t.strides, live, _CHUNKS)
-    assert np.array_equal(a, b)
+    a = _step(f, t.digits, D, 0.4, t.V, t.strides, live, _CHUNKS)
+    outs = np.zeros((_CHUNKS, t.n_states))
+    old = set_threads(3)
+    try:
+        run_ranges(_chunks, _CHUNKS, f, t.digits, D, 0.4, t.V, t.strides, live, _CHUNKS, outs, parts=_CHUNKS)
+    finally:
+        set_threads(old)
+    b = np.zeros(t.n_states)
+    for c in range(_CHUNKS):
+        b += outs[c]
+    assert np.array_equal(a, b) and a.sum() > 0
 
 
 def test_references_equal_brute_force():

@@ -18,6 +18,7 @@ import numba as nb
 import numpy as np
 
 from mdmt.runtime.numba_cache import configure_numba_cache
+from mdmt.runtime.parallel import run_ranges
 from mdmt.runtime.validation import MASK
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
@@ -95,15 +96,21 @@ def lookup(index: ExplicitIndex, support: np.ndarray, X: np.ndarray) -> np.ndarr
     return out
 
 
-@nb.njit(parallel=True, cache=True)
-def filter_sums(X, support, weights, order, starts, marginals, mass, count):
+def filter_sums(X, support, weights, order, starts, marginals, mass, count) -> None:
     """For each row r of X: mass[r] = the summed weight of the support sequences agreeing with X[r] on its
     revealed positions, count[r] = their number, and (when ``marginals`` has n rows) marginals[r, i, v] += the
-    weight of those with token v at position i.  Walks the shortest (position, token) list of each row."""
+    weight of those with token v at position i.  Walks the shortest (position, token) list of each row; the rows
+    are shared among mdmt's kernel threads (:func:`mdmt.runtime.parallel.run_ranges`)."""
+    run_ranges(_filter_sums, X.shape[0], X, support, weights, order, starts, marginals, mass, count)
+
+
+@nb.njit(cache=True, nogil=True)
+def _filter_sums(lo, hi, X, support, weights, order, starts, marginals, mass, count):
+    """:func:`filter_sums` on the rows lo..hi-1."""
     n, L = X.shape
     M = support.shape[0]
     want = marginals.shape[0] == n
-    for r in nb.prange(n):
+    for r in range(lo, hi):
         best_i = -1
         best_len = M + 1
         for i in range(L):

@@ -25,6 +25,7 @@ import numba as nb
 import numpy as np
 
 from mdmt.runtime.numba_cache import configure_numba_cache
+from mdmt.runtime.parallel import run_ranges
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
@@ -168,14 +169,13 @@ def _emit_and_normalise(new, BT, ones, x, alpha, ll, dead):
                 alpha[r, j] = 0.0
 
 
-@nb.njit(parallel=True, cache=True)
-def _loglik_dense(pi, A, BT, XT, out):
-    """Scaled forward on blocks of sequences; XT is X transposed, int64 (L, n)."""
+@nb.njit(cache=True, nogil=True)
+def _loglik_dense(lo, hi, pi, A, BT, XT, out):
+    """Scaled forward on the blocks lo..hi-1 of _BLOCK sequences; XT is X transposed, int64 (L, n)."""
     L, n = XT.shape
     S = pi.shape[0]
     ones = np.ones(S)
-    n_blocks = (n + _BLOCK - 1) // _BLOCK
-    for blk in nb.prange(n_blocks):
+    for blk in range(lo, hi):
         b0 = blk * _BLOCK
         b1 = min(n, b0 + _BLOCK)
         m = b1 - b0
@@ -184,7 +184,8 @@ def _loglik_dense(pi, A, BT, XT, out):
         dead = np.zeros(m, dtype=np.bool_)
         init = np.empty((m, S))
         for r in range(m):
-            init[r] = pi
+            for s in range(S):
+                init[r, s] = pi[s]
         _emit_and_normalise(init, BT, ones, XT[0, b0:b1], alpha, ll, dead)
         for t in range(1, L):
             new = np.dot(alpha, A)
@@ -193,12 +194,12 @@ def _loglik_dense(pi, A, BT, XT, out):
             out[b0 + r] = -np.inf if dead[r] else ll[r]
 
 
-@nb.njit(parallel=True, cache=True)
-def _loglik_sparse(pi, indptr, indices, data, BT, X, out):
+@nb.njit(cache=True, nogil=True)
+def _loglik_sparse(lo, hi, pi, indptr, indices, data, BT, X, out):
     n, L = X.shape
     S = pi.shape[0]
     ones = np.ones(S)
-    for b in nb.prange(n):
+    for b in range(lo, hi):
         alpha = np.empty(S)
         new = np.empty(S)
         e = _emission_row(BT, ones, X[b, 0])
@@ -241,9 +242,9 @@ def log_likelihood(p: KernelParams, X: np.ndarray) -> np.ndarray:
     if X.shape[0] == 0 or X.shape[1] == 0:  # the kernels read position 0: never call them on L = 0
         return out
     if p.sparse:
-        _loglik_sparse(p.pi, p.indptr, p.indices, p.data, p.BT, X, out)
+        run_ranges(_loglik_sparse, X.shape[0], p.pi, p.indptr, p.indices, p.data, p.BT, X, out)
     else:
-        _loglik_dense(p.pi, p.A, p.BT, np.ascontiguousarray(X.T), out)
+        run_ranges(_loglik_dense, -(-X.shape[0] // _BLOCK), p.pi, p.A, p.BT, np.ascontiguousarray(X.T), out)
     return settle_underflow(out, X, lambda Y: support(p, Y))
 
 
@@ -261,15 +262,15 @@ def settle_underflow(out: np.ndarray, X: np.ndarray, support) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- support
-@nb.njit(parallel=True, cache=True)
-def _support_kernel(start_bits, emit_bits, succ_bits, succ_table, X, out):
+@nb.njit(cache=True, nogil=True)
+def _support_kernel(lo, hi, start_bits, emit_bits, succ_bits, succ_table, X, out):
     n, L = X.shape
     W = start_bits.shape[0]
     S = succ_bits.shape[0]
     V = emit_bits.shape[0] - 1
     use_table = succ_table.shape[0] > 0
     C = succ_table.shape[0]
-    for b in nb.prange(n):
+    for b in range(lo, hi):
         reach = np.empty(W, dtype=np.uint64)
         new = np.empty(W, dtype=np.uint64)
         x = X[b, 0]
@@ -305,13 +306,13 @@ def _support_kernel(start_bits, emit_bits, succ_bits, succ_table, X, out):
         out[b] = alive
 
 
-@nb.njit(parallel=True, cache=True)
-def _support_kernel_1word(start, emit, table, X, out):
+@nb.njit(cache=True, nogil=True)
+def _support_kernel_1word(lo, hi, start, emit, table, X, out):
     """Reachability for S <= 64 states: the reachable set is one uint64 word."""
     n, L = X.shape
     V = emit.shape[0] - 1
     C = table.shape[0]
-    for b in nb.prange(n):
+    for b in range(lo, hi):
         x = X[b, 0]
         reach = start & emit[V if x < 0 else x]
         t = 1
@@ -331,20 +332,21 @@ def support(p: KernelParams, X: np.ndarray) -> np.ndarray:
     if X.shape[1] == 0:  # the kernels read position 0: never call them on L = 0
         return out
     if X.shape[0] and p.start_bits.shape[0] == 1 and p.succ_table.shape[0] > 0:
-        _support_kernel_1word(p.start_bits[0], p.emit_bits[:, 0].copy(), p.succ_table[:, :, 0].copy(), X, out)
+        run_ranges(_support_kernel_1word, X.shape[0], p.start_bits[0], p.emit_bits[:, 0].copy(),
+                   p.succ_table[:, :, 0].copy(), X, out)
     elif X.shape[0]:
-        _support_kernel(p.start_bits, p.emit_bits, p.succ_bits, p.succ_table, X, out)
+        run_ranges(_support_kernel, X.shape[0], p.start_bits, p.emit_bits, p.succ_bits, p.succ_table, X, out)
     return out
 
 
 # --------------------------------------------------------------------------- posteriors
-@nb.njit(parallel=True, cache=True)
-def _posterior_sparse(pi, indptr, indices, data, B, BT, X, out, failed):
-    """Scaled forward-backward per sequence with CSR transitions."""
+@nb.njit(cache=True, nogil=True)
+def _posterior_sparse(lo, hi, pi, indptr, indices, data, B, BT, X, out, failed):
+    """Scaled forward-backward per sequence (rows lo..hi-1) with CSR transitions."""
     n, L = X.shape
     S, V = B.shape
     ones = np.ones(S)
-    for b in nb.prange(n):
+    for b in range(lo, hi):
         alpha = np.empty((L, S))
         beta = np.empty(S)
         tmp = np.empty(S)
@@ -421,14 +423,14 @@ def _posterior_sparse(pi, indptr, indices, data, B, BT, X, out, failed):
                     beta[i] *= inv
 
 
-@nb.njit(parallel=True, cache=True)
-def _posterior_dense(pi, A, AT, B, BT, XT, out, failed):
-    """Scaled forward-backward on blocks of sequences with BLAS products; XT is int64 (L, n)."""
+@nb.njit(cache=True, nogil=True)
+def _posterior_dense(lo, hi, pi, A, AT, B, BT, XT, out, failed):
+    """Scaled forward-backward on the blocks lo..hi-1 of _POST_BLOCK sequences with BLAS products; XT is int64
+    (L, n)."""
     L, n = XT.shape
     S, V = B.shape
     ones = np.ones(S)
-    n_blocks = (n + _POST_BLOCK - 1) // _POST_BLOCK
-    for blk in nb.prange(n_blocks):
+    for blk in range(lo, hi):
         b0 = blk * _POST_BLOCK
         b1 = min(n, b0 + _POST_BLOCK)
         m = b1 - b0
@@ -437,14 +439,17 @@ def _posterior_dense(pi, A, AT, B, BT, XT, out, failed):
         dead = np.zeros(m, dtype=np.bool_)
         init = np.empty((m, S))
         for r in range(m):
-            init[r] = pi
+            for s in range(S):
+                init[r, s] = pi[s]
         _emit_and_normalise(init, BT, ones, XT[0, b0:b1], alphas[0], ll, dead)
         for t in range(1, L):
             _emit_and_normalise(np.dot(alphas[t - 1], A), BT, ones, XT[t, b0:b1], alphas[t], ll, dead)
         for r in range(m):
             if dead[r]:  # q(x_U) = 0: flagged; the block's other sequences go on
                 failed[b0 + r] = True
-                alphas[:, r, :] = 1.0
+                for t in range(L):
+                    for s in range(S):
+                        alphas[t, r, s] = 1.0
         beta = np.ones((m, S))
         gamma = np.empty((m, S))
         tmp = np.empty((m, S))
@@ -495,9 +500,10 @@ def posterior_marginals(p: KernelParams, X: np.ndarray, off_support: str = "rais
         return out
     failed = np.zeros(n, dtype=np.bool_)
     if p.sparse:
-        _posterior_sparse(p.pi, p.indptr, p.indices, p.data, p.B, p.BT, X, out, failed)
+        run_ranges(_posterior_sparse, n, p.pi, p.indptr, p.indices, p.data, p.B, p.BT, X, out, failed)
     else:
-        _posterior_dense(p.pi, p.A, p.AT, p.B, p.BT, np.ascontiguousarray(X.T), out, failed)
+        run_ranges(_posterior_dense, -(-n // _POST_BLOCK), p.pi, p.A, p.AT, p.B, p.BT, np.ascontiguousarray(X.T),
+                   out, failed)
     if failed.any():
         if off_support != "uniform":
             i = int(np.flatnonzero(failed)[0])
@@ -524,10 +530,10 @@ def _draw(cdf_row, u):
     return lo
 
 
-@nb.njit(parallel=True, cache=True)
-def _sample_kernel(cdf_start, cdf_trans, cdf_emit, U, out):
+@nb.njit(cache=True, nogil=True)
+def _sample_kernel(lo, hi, cdf_start, cdf_trans, cdf_emit, U, out):
     n, L, _ = U.shape
-    for b in nb.prange(n):
+    for b in range(lo, hi):
         h = _draw(cdf_start, U[b, 0, 0])
         for t in range(L):
             if t > 0:
@@ -537,7 +543,8 @@ def _sample_kernel(cdf_start, cdf_trans, cdf_emit, U, out):
 
 def sample(p: KernelParams, n: int, length: int, rng: np.random.Generator, chunk: int = 4096) -> np.ndarray:
     """Ancestral sampling; uniforms are drawn in sequence order so the result depends only on the seed."""
-    return sample_by_uniforms(lambda U, out: _sample_kernel(p.cdf_start, p.cdf_trans, p.cdf_emit, U, out),
+    return sample_by_uniforms(lambda U, out: run_ranges(_sample_kernel, U.shape[0], p.cdf_start, p.cdf_trans,
+                                                        p.cdf_emit, U, out),
                               n, length, rng, chunk)
 
 

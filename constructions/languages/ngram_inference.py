@@ -40,6 +40,7 @@ from functools import cached_property
 import numba as nb
 import numpy as np
 
+from mdmt.runtime.parallel import run_ranges
 from mdmt.runtime.resources import check_memory, check_work, threads, work_limit
 from .inference import _cdf, _draw, sample_by_uniforms, settle_underflow
 from .ngram_reach import (  # noqa: F401 -- the support check's tables and kernels; all re-exported (they were defined here)
@@ -309,12 +310,12 @@ def _loglik_one(init, T, shift, k, x, A, K):
     return ll + math.log(prod)
 
 
-@nb.njit(parallel=True, cache=True)
-def _loglik_kernel(init, T, shift, k, X, n_blocks, out):
-    """out[b] = log q(x_U) of row b of X (-inf off the support), blocks of rows in parallel."""
+@nb.njit(cache=True, nogil=True)
+def _loglik_kernel(lo, hi, init, T, shift, k, X, n_blocks, out):
+    """out[b] = log q(x_U) of row b of X (-inf off the support), for the rows of blocks lo..hi-1 of n_blocks."""
     n = X.shape[0]
     C = T.shape[0]
-    for blk in nb.prange(n_blocks):
+    for blk in range(lo, hi):
         A = np.empty((2, C))
         K = np.empty((2, C), dtype=np.int64)
         for b in range(blk * n // n_blocks, (blk + 1) * n // n_blocks):
@@ -332,7 +333,8 @@ def log_likelihood(tables: NGramTables, X: np.ndarray) -> np.ndarray:
     if n == 0 or L == 0:
         return out  # the empty sequence has probability 1
     _guard("scoring", tables, X, stored=False)
-    _loglik_kernel(tables.init, tables.T, tables.shift, tables.k, X, _blocks(n), out)
+    nbk = _blocks(n)
+    run_ranges(_loglik_kernel, nbk, tables.init, tables.T, tables.shift, tables.k, X, nbk, out)
     return settle_underflow(out, X, lambda Y: support(tables, Y))
 
 
@@ -349,18 +351,19 @@ def support(tables: NGramTables, X: np.ndarray, reach: ReachTables | None = None
     _guard("the support check", tables, X, stored=False)
     r = tables.reach if reach is None else reach
     out = np.empty(n, dtype=np.bool_)
-    _support_kernel(tables.init, tables.T, tables.shift, tables.k, X, r.group, r.nw, r.gpos, r.table, r.allowed,
-                    r.spread, r.after, _blocks(n), out)
+    nbk = _blocks(n)
+    run_ranges(_support_kernel, nbk, tables.init, tables.T, tables.shift, tables.k, X, r.group, r.nw, r.gpos, r.table,
+               r.allowed, r.spread, r.after, nbk, out)
     return out
 
 
 # ----------------------------------------------------------------------------- posteriors
-@nb.njit(parallel=True, cache=True)
-def _posterior_kernel(init, T, k, X, capacity, n_blocks, out, failed):
-    """Forward over stored frontiers, then backward; out (n, L, V) gets the marginals."""
+@nb.njit(cache=True, nogil=True)
+def _posterior_kernel(lo, hi, init, T, k, X, capacity, n_blocks, out, failed):
+    """Forward over stored frontiers, then backward; out (n, L, V) gets the marginals of the rows of blocks lo..hi-1."""
     n = X.shape[0]
     C = T.shape[0]
-    for blk in nb.prange(n_blocks):
+    for blk in range(lo, hi):
         acc = np.zeros(C)
         mark = np.zeros(C, dtype=np.bool_)
         dense_beta = np.zeros(C)
@@ -465,7 +468,8 @@ def posterior_marginals(tables: NGramTables, X: np.ndarray, off_support: str = "
     capacity = frontier_capacity(X, V, tables.k)
     out = np.empty((n, L, V))
     failed = np.zeros(n, dtype=np.bool_)
-    _posterior_kernel(tables.init, tables.T, tables.k, X, capacity, _blocks(n), out, failed)
+    nbk = _blocks(n)
+    run_ranges(_posterior_kernel, nbk, tables.init, tables.T, tables.k, X, capacity, nbk, out, failed)
     if failed.any():
         if off_support != "uniform":
             i = int(np.flatnonzero(failed)[0])
@@ -478,12 +482,12 @@ def posterior_marginals(tables: NGramTables, X: np.ndarray, off_support: str = "
 
 
 # ----------------------------------------------------------------------------- sampling
-@nb.njit(parallel=True, cache=True)
-def _sample_kernel(cdf_init, cdf_T, k, U, out):
+@nb.njit(cache=True, nogil=True)
+def _sample_kernel(lo, hi, cdf_init, cdf_T, k, U, out):
     """Token t+k-1 is drawn with U[b, t, 0] (t >= 1), the first window with U[b, 0, 0]: the HMM sampler's stream."""
     n, L, _ = U.shape
     C, V = cdf_T.shape
-    for b in nb.prange(n):
+    for b in range(lo, hi):
         c = _draw(cdf_init, U[b, 0, 0])
         for j in range(min(k, L)):
             out[b, j] = (c // V ** (k - 1 - j)) % V
@@ -495,5 +499,6 @@ def _sample_kernel(cdf_init, cdf_T, k, U, out):
 
 def sample(tables: NGramTables, n: int, length: int, rng: np.random.Generator, chunk: int = 4096) -> np.ndarray:
     """Ancestral sampling; the same random stream (and so the same sequences) as the equivalent HMM's sampler."""
-    return sample_by_uniforms(lambda U, out: _sample_kernel(tables.cdf_init, tables.cdf_T, tables.k, U, out),
+    return sample_by_uniforms(lambda U, out: run_ranges(_sample_kernel, U.shape[0], tables.cdf_init, tables.cdf_T,
+                                                        tables.k, U, out),
                               n, length, rng, chunk)

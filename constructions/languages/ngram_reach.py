@@ -385,13 +385,13 @@ def _support_one_word(init, T, shift, k, x, G, table, allowed, spread, after, ct
     return True
 
 
-@nb.njit(parallel=True, cache=True)
-def _support_kernel(init, T, shift, k, X, G, nw, gpos, table, allowed, spread, after, n_blocks, out):
-    """out[b] = q(x_U) > 0 for row b of X, blocks of rows in parallel."""
+@nb.njit(cache=True, nogil=True)
+def _support_kernel(lo, hi, init, T, shift, k, X, G, nw, gpos, table, allowed, spread, after, n_blocks, out):
+    """out[b] = q(x_U) > 0 for the rows b of blocks lo..hi-1 of n_blocks (mdmt.runtime.parallel.run_ranges)."""
     n = X.shape[0]
     C = T.shape[0]
     W = allowed.shape[1]
-    for blk in nb.prange(n_blocks):
+    for blk in range(lo, hi):
         F = np.empty((2, C), dtype=np.int64)
         mark = np.zeros(C, dtype=np.bool_)
         B = np.empty((2, W), dtype=np.uint64)

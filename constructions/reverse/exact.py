@@ -28,6 +28,7 @@ from .chain import chain_quantities
 from .schedules import as_pi, expected_nfe, p_distinct, reveal_rates
 from .tables import Tables, build_tables, check_exact_size, denoiser_table, support_table
 from mdmt.runtime.numba_cache import configure_numba_cache
+from mdmt.runtime.parallel import run_ranges
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
@@ -37,7 +38,7 @@ _CHUNKS = 4  # fixed work split of a step (results do not depend on the number o
 SERIAL_MAX_STATES = 1 << 16  # below this a step runs its chunks in one thread (thread start-up dominates)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _chunk(f, digits, D, r, V, strides, live, nchunks, c, out):
     """Chunk c of one reverse step: push the mass of its live states through the product measure.
 
@@ -95,34 +96,25 @@ def _chunk(f, digits, D, r, V, strides, live, nchunks, c, out):
                 choice[d] = -1
 
 
-@nb.njit(cache=True, parallel=True)
-def _step_parallel(f, digits, D, r, V, strides, live, nchunks):
-    S = digits.shape[0]
-    outs = np.zeros((nchunks, S))
-    for c in nb.prange(nchunks):
-        _chunk(f, digits, D, r, V, strides, live, nchunks, np.int64(c), outs[c])  # prange's index is unsigned
-    res = np.zeros(S)
-    for c in range(nchunks):
-        res += outs[c]
-    return res
-
-
-@nb.njit(cache=True)
-def _step_serial(f, digits, D, r, V, strides, live, nchunks):
-    S = digits.shape[0]
-    outs = np.zeros((nchunks, S))
-    for c in range(nchunks):
+@nb.njit(cache=True, nogil=True)
+def _chunks(lo, hi, f, digits, D, r, V, strides, live, nchunks, outs):
+    """Chunks lo..hi-1 of one reverse step, chunk c into outs[c]."""
+    for c in range(lo, hi):
         _chunk(f, digits, D, r, V, strides, live, nchunks, c, outs[c])
-    res = np.zeros(S)
-    for c in range(nchunks):
-        res += outs[c]
-    return res
 
 
 def _step(f, digits, D, r, V, strides, live, nchunks):
     """One reverse step; the same chunks and the same order of sums in one thread or several (equal results)."""
-    kernel = _step_serial if digits.shape[0] <= SERIAL_MAX_STATES else _step_parallel
-    return kernel(f, digits, D, r, V, strides, live, nchunks)
+    S = digits.shape[0]
+    outs = np.zeros((nchunks, S))
+    if S <= SERIAL_MAX_STATES:
+        _chunks(0, nchunks, f, digits, D, r, V, strides, live, nchunks, outs)
+    else:
+        run_ranges(_chunks, nchunks, f, digits, D, r, V, strides, live, nchunks, outs, parts=nchunks)
+    res = np.zeros(S)
+    for c in range(nchunks):
+        res += outs[c]
+    return res
 
 
 @dataclass

@@ -38,6 +38,7 @@ from .policy_rules import next_combination
 from .policies_beyond import resolve
 from .tables import Tables, build_tables, denoiser_table, support_table
 from mdmt.runtime.numba_cache import configure_numba_cache
+from mdmt.runtime.parallel import run_ranges
 
 configure_numba_cache()  # before the @njit(cache=True) below: numba's cache keyed on mdmt's source
 
@@ -180,17 +181,28 @@ def _chunk(lo, hi, f, digits, D, Q, q_ext, live, strides, V, mode, k, rate, fixe
                     break
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, nogil=True)
+def _chunks(lo, hi, f, digits, D, Q, q_ext, live, strides, V, mode, k, rate, fixed, score, tau, gamma, joint, track,
+            pow3, outs, accs, pats):
+    """Chunks lo..hi-1 of one step of the policy chain (of outs.shape[0] chunks), chunk c into outs[c], accs[c],
+    pats[c]."""
+    S = digits.shape[0]
+    nchunks = outs.shape[0]
+    for c in range(lo, hi):
+        _chunk(c * S // nchunks, (c + 1) * S // nchunks, f, digits, D, Q, q_ext, live, strides, V, mode, k, rate,
+               fixed, score, tau, gamma, joint, track, pow3, outs[c], accs[c], pats[c])
+
+
 def _step(f, digits, D, Q, q_ext, live, strides, V, mode, k, rate, fixed, score, tau, gamma, joint, track, pow3, npat,
           nchunks):
-    """One step of the policy chain; returns (f', [NFE mass, TC, learning], pattern mass)."""
+    """One step of the policy chain in nchunks chunks on mdmt's kernel threads; returns (f', [NFE mass, TC,
+    learning], pattern mass), the chunks summed in their order (equal results for any number of threads)."""
     S = digits.shape[0]
     outs = np.zeros((nchunks, S))
     accs = np.zeros((nchunks, 3))
     pats = np.zeros((nchunks, npat))
-    for c in nb.prange(nchunks):
-        _chunk(c * S // nchunks, (c + 1) * S // nchunks, f, digits, D, Q, q_ext, live, strides, V, mode, k, rate,
-               fixed, score, tau, gamma, joint, track, pow3, outs[c], accs[c], pats[c])
+    run_ranges(_chunks, nchunks, f, digits, D, Q, q_ext, live, strides, V, mode, k, rate, fixed, score, tau, gamma,
+               joint, track, pow3, outs, accs, pats, parts=nchunks)
     return outs.sum(axis=0), accs.sum(axis=0), pats.sum(axis=0)
 
 

@@ -55,6 +55,7 @@ import numpy as np
 
 from .confidence import mean_interval
 from ..languages.ngram import NGram, as_hmm
+from mdmt.runtime.parallel import run_ranges
 from mdmt.runtime.resources import check_memory
 from mdmt.runtime.validation import MASK, as_rng, positive_int
 from .denoisers import oracle_denoiser
@@ -219,12 +220,12 @@ def _run_kernel(model: _KernelModel, tau, U, X, score_mode: bool, kind: str = "s
     nfe = np.zeros(n, dtype=np.int64)
     logp = np.zeros(n)
     if kind == "segments":
-        _segment_kernel(model.prior_pred, model.P, model.PT, model.B, model.emit_idx, model.emit_cnt, model.transform,
-                        model.param, model.pin_run, model.cut_state, order, starts, max(maxgroup, 1), U, X, score_mode,
-                        nfe, logp)
+        run_ranges(_segment_kernel, n, model.prior_pred, model.P, model.PT, model.B, model.emit_idx, model.emit_cnt,
+                   model.transform, model.param, model.pin_run, model.cut_state, order, starts, max(maxgroup, 1), U, X,
+                   score_mode, nfe, logp)
     else:
-        _kernel(model.prior_pred, model.P, model.PT, model.B, model.emit_idx, model.emit_cnt, model.transform,
-                model.param, order, starts, max(maxgroup, 1), U, X, score_mode, nfe, logp)
+        run_ranges(_kernel, n, model.prior_pred, model.P, model.PT, model.B, model.emit_idx, model.emit_cnt,
+                   model.transform, model.param, order, starts, max(maxgroup, 1), U, X, score_mode, nfe, logp)
     return nfe, logp
 
 

@@ -226,17 +226,18 @@ def _target_law(pred, back, B, transform, param, dead, m):
     return True
 
 
-@nb.njit(cache=True, parallel=True)
-def _kernel(prior_pred, P, PT, B, emit_idx, emit_cnt, transform, param, order, starts, maxgroup, U, X, score_mode,
+@nb.njit(cache=True, nogil=True)
+def _kernel(lo, hi, prior_pred, P, PT, B, emit_idx, emit_cnt, transform, param, order, starts, maxgroup, U, X, score_mode,
             nfe, logp):
-    """Run the sampler (score_mode = False: fill X) or score a fixed X along tau (score_mode = True).
+    """Run the sampler (score_mode = False: fill X) or score a fixed X along tau (score_mode = True), on the
+    sequences lo..hi-1 (:func:`mdmt.runtime.parallel.run_ranges` shares them among threads).
 
     order[n] lists the positions sorted by (reveal step, position); starts[n, :] marks the
     group boundaries (starts[n, g] = first index of group g, -1 after the last group).
     """
     n_seq, L = order.shape
     S, V = B.shape
-    for n in nb.prange(n_seq):
+    for n in range(lo, hi):
         x = X[n]
         rev = np.zeros(L, dtype=np.bool_)
         tgt = np.zeros(L, dtype=np.bool_)
@@ -357,8 +358,8 @@ def _pin_after_reveal(x, rev, pin, r, run, V):
             pin[p] = idx
 
 
-@nb.njit(cache=True, parallel=True)
-def _segment_kernel(prior_pred, P, PT, B, emit_idx, emit_cnt, transform, param, pin_run, cut_state, order, starts,
+@nb.njit(cache=True, nogil=True)
+def _segment_kernel(lo, hi, prior_pred, P, PT, B, emit_idx, emit_cnt, transform, param, pin_run, cut_state, order, starts,
                     maxgroup, U, X, score_mode, nfe, logp):
     """The sampler (or scorer) of :func:`_kernel` that recomputes only what a reveal can change.
 
@@ -373,7 +374,7 @@ def _segment_kernel(prior_pred, P, PT, B, emit_idx, emit_cnt, transform, param, 
     """
     n_seq, L = order.shape
     S, V = B.shape
-    for n in nb.prange(n_seq):
+    for n in range(lo, hi):
         x = X[n]
         rev = np.zeros(L, dtype=np.bool_)
         tgt = np.zeros(L, dtype=np.bool_)

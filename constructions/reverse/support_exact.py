@@ -50,6 +50,7 @@ import numpy as np
 
 from mdmt.constructions.languages.explicit import ExplicitLanguage
 from mdmt.runtime.numba_cache import configure_numba_cache, read_only
+from mdmt.runtime.parallel import run_ranges
 from mdmt.runtime.resources import check_memory, check_work
 
 from .policies import CONFIDENCE, FIXED, MARGIN, NO_SCORE, RATE, SIZE, TIE_TOL, Policy, step_count, step_cut
@@ -233,26 +234,13 @@ def _law_rep(x, support, w, V, full, greedy, plan_w, modes, ks, rates, order, sc
     return out, left
 
 
-@nb.njit(cache=True, parallel=True)
-def _laws_parallel(reps, support, w, V, full, greedy, plan_w, modes, ks, rates, order, score, tau, gamma):
-    R = reps.shape[0]
-    out = np.zeros(R)
-    left = np.zeros(R)
-    for r in nb.prange(R):
+@nb.njit(cache=True, nogil=True)
+def _laws_range(lo, hi, reps, support, w, V, full, greedy, plan_w, modes, ks, rates, order, score, tau, gamma, out,
+                left):
+    """(p(x), mass left) of the representatives lo..hi-1 into out and left."""
+    for r in range(lo, hi):
         out[r], left[r] = _law_rep(reps[r], support, w, V, full, greedy, plan_w, modes, ks, rates, order, score,
                                    tau, gamma)
-    return out, left
-
-
-@nb.njit(cache=True)
-def _laws_serial(reps, support, w, V, full, greedy, plan_w, modes, ks, rates, order, score, tau, gamma):
-    R = reps.shape[0]
-    out = np.zeros(R)
-    left = np.zeros(R)
-    for r in range(R):
-        out[r], left[r] = _law_rep(reps[r], support, w, V, full, greedy, plan_w, modes, ks, rates, order, score,
-                                   tau, gamma)
-    return out, left
 
 
 PARALLEL_WORK = 1 << 22  # below this many (representatives x revealed sets x positions) one thread is faster
@@ -261,9 +249,14 @@ PARALLEL_WORK = 1 << 22  # below this many (representatives x revealed sets x po
 def _laws(reps, support, *args):
     """p(x) for every representative x (rows of ``reps``): in parallel over the representatives when there is
     enough work (results do not depend on it: each representative is computed alone)."""
-    work = reps.shape[0] * (1 << support.shape[1]) * support.shape[1]
-    kernel = _laws_parallel if reps.shape[0] > 1 and work > PARALLEL_WORK else _laws_serial
-    return kernel(reps, support, *args)
+    R = reps.shape[0]
+    work = R * (1 << support.shape[1]) * support.shape[1]
+    out, left = np.zeros(R), np.zeros(R)
+    if R > 1 and work > PARALLEL_WORK:
+        run_ranges(_laws_range, R, reps, support, *args, out, left)
+    else:
+        _laws_range(0, R, reps, support, *args, out, left)
+    return out, left
 
 
 # ----------------------------------------------------------------------------- the law

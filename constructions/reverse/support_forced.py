@@ -41,6 +41,7 @@ import numpy as np
 
 from mdmt.constructions.languages.explicit import ExplicitLanguage
 from mdmt.runtime.numba_cache import configure_numba_cache
+from mdmt.runtime.parallel import run_ranges
 from mdmt.runtime.resources import check_memory, check_work
 
 from .policies import FIXED, NO_SCORE, RATE, SIZE, Policy, score_table, step_count, step_cut
@@ -198,26 +199,13 @@ def _rep(x, support, w, wx, V, full, forced, plan_w, modes, ks, rates, order, sc
     return out, done
 
 
-@nb.njit(cache=True, parallel=True)
-def _reps_parallel(reps, wreps, support, w, V, full, forced, plan_w, modes, ks, rates, order, score, tau, gamma, g):
-    R = reps.shape[0]
-    out = np.zeros(R)
-    done = np.zeros(R)
-    for r in nb.prange(R):
+@nb.njit(cache=True, nogil=True)
+def _reps_range(lo, hi, reps, wreps, support, w, V, full, forced, plan_w, modes, ks, rates, order, score, tau, gamma,
+                g, out, done):
+    """(value, mass done) of the representatives lo..hi-1 into out and done."""
+    for r in range(lo, hi):
         out[r], done[r] = _rep(reps[r], support, w, wreps[r], V, full, forced, plan_w, modes, ks, rates, order,
                                score, tau, gamma, g)
-    return out, done
-
-
-@nb.njit(cache=True)
-def _reps_serial(reps, wreps, support, w, V, full, forced, plan_w, modes, ks, rates, order, score, tau, gamma, g):
-    R = reps.shape[0]
-    out = np.zeros(R)
-    done = np.zeros(R)
-    for r in range(R):
-        out[r], done[r] = _rep(reps[r], support, w, wreps[r], V, full, forced, plan_w, modes, ks, rates, order,
-                               score, tau, gamma, g)
-    return out, done
 
 
 PARALLEL_WORK = 1 << 22  # below this many (representatives x revealed sets x positions) one thread is faster
@@ -275,8 +263,13 @@ def _run(lang: ExplicitLanguage, policy: Policy, generators, forced: bool):
     reps = np.ascontiguousarray(lang.support_[reps_idx])
     wreps = np.ascontiguousarray(w[reps_idx])
     work = len(reps_idx) * (1 << L) * L
-    kernel = _reps_parallel if len(reps_idx) > 1 and work > PARALLEL_WORK else _reps_serial
-    vals, done = kernel(reps, wreps, lang.support_, w, V, full, forced, *arrays, g)
+    R = reps.shape[0]
+    vals, done = np.zeros(R), np.zeros(R)
+    args = (reps, wreps, lang.support_, w, V, full, forced, *arrays, g, vals, done)
+    if len(reps_idx) > 1 and work > PARALLEL_WORK:
+        run_ranges(_reps_range, R, *args)
+    else:
+        _reps_range(0, R, *args)
     if forced and not np.allclose(done, 1.0, rtol=0, atol=1e-9):
         raise ValueError(f"policy {policy.spec!r} left positions masked after its last step")
     return vals, reps_idx, sizes

@@ -33,6 +33,7 @@ import numpy as np
 
 from mdmt.constructions.languages.explicit import ExplicitLanguage
 from mdmt.runtime.numba_cache import configure_numba_cache
+from mdmt.runtime.parallel import run_ranges
 from mdmt.runtime.resources import check_memory, check_work
 
 from .policies import IID, RandomSizes, cut_weights
@@ -180,15 +181,12 @@ def _law_one(C, L, K):
     return done, left
 
 
-@nb.njit(cache=True, parallel=True)
-def _laws(reps, support, w, L, K):
-    R = reps.shape[0]
-    out = np.zeros(R)
-    left = np.zeros(R)
-    for r in nb.prange(R):
+@nb.njit(cache=True, nogil=True)
+def _laws(lo, hi, reps, support, w, L, K, out, left):
+    """(p(x), mass left) of the representatives lo..hi-1 into out and left."""
+    for r in range(lo, hi):
         C = superset_sums(reps[r], support, w)
         out[r], left[r] = _law_one(C, L, K)
-    return out, left
 
 
 def mixture_law(lang: ExplicitLanguage, policy, generators=None) -> SupportLaw:
@@ -210,7 +208,8 @@ def mixture_law(lang: ExplicitLanguage, policy, generators=None) -> SupportLaw:
                len(reps_idx) * 3 ** L * A, "use a smaller support or a shorter length")
     w = _weights_for_floats(lang)
     reps = np.ascontiguousarray(lang.support_[reps_idx])
-    vals, left = _laws(reps, lang.support_, w, L, np.ascontiguousarray(K))
+    vals, left = np.zeros(len(reps_idx)), np.zeros(len(reps_idx))
+    run_ranges(_laws, len(reps_idx), reps, lang.support_, w, L, np.ascontiguousarray(K), vals, left)
     if np.any(np.abs(left) > 1e-9):
         raise ValueError(f"policy {policy.spec!r} left positions masked after its last step")
     rep_val = dict(zip(reps_idx.tolist(), vals.tolist()))

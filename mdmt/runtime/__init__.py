@@ -5,6 +5,7 @@
 * :mod:`.outputs` -- atomic, non-destructive output files and folders;
 * :mod:`.locks` -- one writer per output folder;
 * :mod:`.numba_cache` -- numba's on-disk cache keyed on the whole source;
+* :mod:`.parallel` -- the kernels' threads: serial ``nogil`` kernels over index ranges on a pool of threads;
 * :mod:`.provenance` -- the command, commit, machine and versions behind a result.
 
 Nothing here imports the rest of mdmt.

@@ -27,6 +27,8 @@ from __future__ import annotations
 import math
 import os
 
+from .parallel import threads  # noqa: F401  (the kernels' thread count; per-thread scratch is multiplied by it)
+
 MEMORY_ENV = "MDMT_MAX_MEMORY"
 WORK_ENV = "MDMT_MAX_WORK"
 DEFAULT_WORK = 10**12
@@ -121,10 +123,3 @@ def _check(what: str, amount: int, limit: int, env: str, verb: str, fmt, alterna
         raise ResourceError(f"{what} {verb.format(fmt(amount))}, more than the limit of {fmt(limit)} "
                             f"(set {env} to raise it){hint}")
     return amount
-
-
-def threads() -> int:
-    """Worker threads of the numba kernels (per-thread scratch memory is multiplied by this)."""
-    import numba
-
-    return max(1, int(numba.get_num_threads()))
