@@ -387,8 +387,9 @@ def _posterior_one(init, T, k, x_row, cap, out_row, acc, mark, dense_beta, scrat
     m = _initial_frontier(init, V, k, x_row, L, scratch_idx, scratch_w)
     if _normalise(scratch_w, m) <= 0.0:
         return False
-    idx[:m] = scratch_idx[:m]
-    alpha[:m] = scratch_w[:m]
+    for j in range(m):  # element loops, not slice assignments: those pull numba's shape-error code into the build
+        idx[j] = scratch_idx[j]
+        alpha[j] = scratch_w[j]
     offs[1] = m
     for s in range(1, slots):
         o0 = offs[s - 1]
@@ -396,12 +397,14 @@ def _posterior_one(init, T, k, x_row, cap, out_row, acc, mark, dense_beta, scrat
         m = _step(T, x_row[k - 1 + s], idx[o0:o1], alpha[o0:o1], o1 - o0, scratch_idx, scratch_w, acc, mark)
         if _normalise(scratch_w, m) <= 0.0:
             return False
-        idx[o1:o1 + m] = scratch_idx[:m]
-        alpha[o1:o1 + m] = scratch_w[:m]
+        for j in range(m):
+            idx[o1 + j] = scratch_idx[j]
+            alpha[o1 + j] = scratch_w[j]
         offs[s + 1] = o1 + m
     # backward: beta on the stored frontier of each slot, from the last slot down.  Slot 0 covers
     # positions 0..min(L, k)-1 (digit j of its contexts); slot s > 0 adds position s+k-1.
-    beta[offs[slots - 1]:offs[slots]] = 1.0
+    for j in range(offs[slots - 1], offs[slots]):
+        beta[j] = 1.0
     for s in range(slots - 1, -1, -1):
         o0 = offs[s]
         o1 = offs[s + 1]

@@ -61,5 +61,7 @@ def superset_tables(x, support, w, V):
         bit = 1 << b
         for U in range(n):
             if not U & bit:
-                T[U] += T[U | bit]
+                for i in range(L):  # element loops: an array += pulls numba's ufunc and shape-error code into the build
+                    for v in range(V):
+                        T[U, i, v] += T[U | bit, i, v]
     return T
