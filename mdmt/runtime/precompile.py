@@ -223,7 +223,9 @@ def record(workload: str, env: dict | None = None, timeout: float | None = None)
         if proc.returncode != 0 or not out.exists():
             raise RuntimeError(f"the recording workload failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
         entries = json.loads(out.read_text())
+    names = {e["kernel"] for e in entries}
     for e in entries:
+        e["callees"] = [c for c in e["callees"] if c in names]  # not those inlined (inline="always": no compilation)
         for a in e["args"]:
             try:
                 same = repr(parse_type(a)) == a
