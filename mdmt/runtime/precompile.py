@@ -298,10 +298,11 @@ def _resolve(kernel: str):
         module_name = ".".join(parts[:i])
         try:
             obj = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+        except ImportError as exc:  # not a module: try the name one dot to the left
+            if isinstance(exc, ModuleNotFoundError) and exc.name and (
+                    module_name == exc.name or module_name.startswith(exc.name + ".")):
                 continue
-            raise
+            return None, f"{module_name} cannot be imported ({exc})"
         for attr in parts[i:]:
             if not hasattr(obj, attr):
                 return None, f"{module_name} has no {'.'.join(parts[i:])}"
