@@ -49,6 +49,18 @@ def test_a_string_that_is_not_a_numba_type_is_refused(text):
     assert repr(text) in str(exc.value)
 
 
+def test_nothing_but_numba_type_constructors_is_evaluated(tmp_path):
+    """A string that reaches a numba type, or a file, through builtins or attributes is refused, and runs nothing
+    (a plain ``eval`` in numba's namespace accepted the first and wrote the file)."""
+    touched = tmp_path / "touched"
+    for text in ("__import__('numba').core.types.int64", "Array.__mro__[0]",
+                 f"__import__('pathlib').Path({str(touched)!r}).touch() or int64",
+                 "[int64 for int64 in (float64,)][0]", "(lambda: int64)()", "int64 if 1 else float64"):
+        with pytest.raises(ValueError, match="is not a numba type"):
+            precompile.parse_type(text)
+    assert not touched.exists()
+
+
 def test_literal_and_nested_types_are_read():
     from numba.core import types
 
