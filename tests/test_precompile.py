@@ -172,6 +172,19 @@ def test_a_type_that_no_longer_compiles_is_stale_not_a_crash(tmp_path, monkeypat
     assert (got["compiled"], got["loaded"], len(got["stale"])) == (0, 0, 1)
 
 
+def test_a_failing_compiling_process_is_one_error_line(tmp_path, monkeypatch, capsys):
+    """A part whose process fails (here a module that raises on import) stops the command with one line naming the
+    error, whichever process it was (the other is stopped)."""
+    for name in ("mdmt_test_broken_a", "mdmt_test_broken_b"):
+        (tmp_path / f"{name}.py").write_text("raise RuntimeError('broken on purpose')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the compiling processes get this process's sys.path
+    _tiny(tmp_path, monkeypatch, [{"kernel": f"{name}.kernel", "args": ["int64"], "seconds": 1.0, "callees": []}
+                                  for name in ("mdmt_test_broken_a", "mdmt_test_broken_b")])
+    assert main(["compile", "--jobs", "2"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "mdmt compile: error: RuntimeError: broken on purpose\n"
+
+
 @pytest.mark.parametrize("content, message", [
     ("{", "not a registry of kernel signatures"),
     ('{"format": 1, "signatures": [{"kernel": "mdmt.a.b", "args": ["open"], "seconds": 1, "callees": []}]}',

@@ -396,7 +396,9 @@ _CHILD = ("import json, sys\npath = json.loads(sys.stdin.readline())\nsys.path[:
 
 
 def _run_parts(parts: list[list[dict]], on_message: Callable[[dict], object]) -> list[dict]:
-    """Compile each part in a fresh process (this one's ``sys.path`` and environment); their final reports."""
+    """Compile each part in a fresh process (this one's ``sys.path`` and environment); their final reports.  A
+    process that fails is a ``ChildProcessError`` (an ``OSError``: one error line of ``mdmt compile``) with its
+    last line, after the others are stopped."""
     messages: queue.Queue = queue.Queue()
     procs, logs, finals = [], [], [None] * len(parts)
 
@@ -424,7 +426,7 @@ def _run_parts(parts: list[list[dict]], on_message: Callable[[dict], object]) ->
                 continue
             msg = json.loads(line)
             if "error" in msg:
-                raise (OSError if msg.get("oserror") else RuntimeError)(msg["error"])
+                raise (OSError if msg.get("oserror") else ChildProcessError)(msg["error"])
             if msg.get("done"):
                 finals[k] = msg
             else:
@@ -433,7 +435,7 @@ def _run_parts(parts: list[list[dict]], on_message: Callable[[dict], object]) ->
             if proc.wait() != 0 or finals[k] is None:
                 logs[k].seek(0)
                 tail = logs[k].read().strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-                raise RuntimeError(f"a compiling process failed: {tail[0]}")
+                raise ChildProcessError(f"a compiling process failed: {tail[0]}")
     finally:
         for proc in procs:
             if proc.poll() is None:
