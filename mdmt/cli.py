@@ -28,6 +28,7 @@ from mdmt.extras import is_torch_missing, torch_message
 
 COMMANDS = {
     "verify": ("mdmt.commands.verify", "run every check of the paper's proofs on embedded instances (the main job)"),
+    "compile": ("mdmt.commands.compile", "compile mdmt's numba kernels ahead of time, in parallel (optional; after install)"),
     "counterexample": ("mdmt.commands.counterexample", "write the Theorem 4.4 interval counterexample HMM"),
     "language": ("mdmt.commands.language", "draw a random n-gram/HMM language (Table 1 presets)"),
     "score": ("mdmt.commands.score", "exact log-likelihood and support membership of sequences"),
