@@ -232,7 +232,7 @@ def test_after_mdmt_compile_verify_and_the_kernel_families_compile_nothing(tmp_p
     """On an empty numba cache, ``mdmt compile --jobs 2`` compiles every signature of the registry; a fresh process
     then runs ``mdmt verify --quick`` (``MDMT_VERIFY_JOBS=1``) and the kernel families of
     tests/test_kernel_signatures.py and compiles no kernel of mdmt: every one loads from the cache.  Seeded once:
-    with the entry of ``mdmt.constructions.reverse.policy_exact._step_serial`` (which ``mdmt verify --quick`` uses)
+    with the entry of ``mdmt.constructions.reverse.policy_exact._step_serial`` (which ``mdmt verify --quick`` used)
     dropped from the registry, this test failed naming it."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "MDMT_VERIFY_JOBS": "1"}
     proc = subprocess.run([sys.executable, "-m", "mdmt", "compile", "--jobs", "2", "--json"], capture_output=True,

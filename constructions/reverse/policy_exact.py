@@ -206,19 +206,6 @@ def _step(f, digits, D, Q, q_ext, live, strides, V, mode, k, rate, fixed, score,
     return outs.sum(axis=0), accs.sum(axis=0), pats.sum(axis=0)
 
 
-@nb.njit(cache=True)
-def _step_serial(f, digits, D, Q, q_ext, live, strides, V, mode, k, rate, fixed, score, tau, gamma, joint, track, pow3,
-                 npat):
-    """``_step`` in one thread: small steps do not pay for waking a thread pool."""
-    S = digits.shape[0]
-    out = np.zeros(S)
-    acc = np.zeros(3)
-    pat = np.zeros(npat)
-    _chunk(0, S, f, digits, D, Q, q_ext, live, strides, V, mode, k, rate, fixed, score, tau, gamma, joint, track, pow3,
-           out, acc, pat)
-    return out, acc, pat
-
-
 def _chain(tables: Tables, policy: Policy, D, Q, live, joint: bool, track: bool):
     """Run every plan of ``policy``; returns (final mass on states, [E NFE, E sum TC, E learning], pattern law)."""
     L, V = tables.L, tables.V
@@ -243,7 +230,7 @@ def _chain(tables: Tables, policy: Policy, D, Q, live, joint: bool, track: bool)
             args = (f, tables.digits, D, Q, tables.q_ext, live, tables.strides, V, int(plan.mode[j]), int(plan.k[j]),
                     float(plan.rate[j]), fixed, score, float(plan.tau), float(plan.gamma), joint, track, pow3, npat)
             big = np.count_nonzero(f) > PARALLEL_STATES
-            f, a, p = _step(*args, _CHUNKS) if big else _step_serial(*args)
+            f, a, p = _step(*args, _CHUNKS if big else 1)  # one chunk runs in this thread
             acc += weight * a
             if track:
                 pat += weight * p
