@@ -2,8 +2,8 @@
 
 numba compiles a kernel once per tuple of argument types, and a read-only array, a writable one and a literal
 integer constant are three types.  The integration test runs a workload touching every family of kernels (HMM and
-n-gram inference, the sampler, the exact laws of the paper's process and of the policies, the support-scaled
-law and its rationals, explicit laws) in a fresh process with an empty numba cache, records every compilation
+n-gram inference with the HMM kernels' dense and sparse paths, the sampler, the exact laws of the paper's process and of
+the policies, the support-scaled law and its rationals, teacher forcing and mixtures on the support, explicit laws) in a fresh process with an empty numba cache, records every compilation
 with numba's event API, and fails if a kernel of mdmt was compiled for more than one signature.  Seeding a literal
 ``m = 0`` back into the policies' exact chain (policy_exact._chunk) makes it fail.
 """
@@ -79,6 +79,16 @@ WORKLOAD = """
         lang.posterior_marginals(M)
         for policy in ("uniform", "confidence"):
             run("adaptive", "exact", "--language", spec, "-L", L, "-N", "2", "--policy", policy)
+    from mdmt.constructions.languages.ngram import as_hmm
+    for spec in ("preset:3gram", "preset:4gram"):  # the HMM kernels' sparse paths: 64 and 512 hidden states
+        h = as_hmm(language_from_spec(spec))
+        X = h.sample_sequences(20, 6, seed=0)
+        M = X.copy()
+        M[:, ::2] = -1
+        h.log_likelihood(X)
+        h.posterior_marginals(M)
+        h.in_support(M)
+    run("atlas", "--language", "task:shuffle:n=3", "-L", "3", "-N", "2")  # teacher forcing, mixtures on the support
     json.dump({"signatures": {k: sorted(v) for k, v in seen.items()}, "extra_seconds": extra,
                "compile_seconds": total[0], "compilations": total[1]}, sys.stdout)
 """

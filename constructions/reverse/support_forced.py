@@ -40,7 +40,7 @@ import numba as nb
 import numpy as np
 
 from mdmt.constructions.languages.explicit import ExplicitLanguage
-from mdmt.runtime.numba_cache import configure_numba_cache
+from mdmt.runtime.numba_cache import configure_numba_cache, read_only
 from mdmt.runtime.parallel import run_ranges
 from mdmt.runtime.resources import check_memory, check_work
 
@@ -100,7 +100,7 @@ def _chain_one(x, C, T, forced, wx, modes, ks, rates, order, score, tau, gamma, 
             mass = F[U]
             if mass == 0.0:
                 continue
-            m = 0
+            m = np.int64(0)  # not a literal 0: the callees get one signature (mdmt.runtime.numba_cache)
             for i in range(L):
                 if not (U >> i) & 1:
                     pos[m] = i
@@ -135,7 +135,7 @@ def _chain_one(x, C, T, forced, wx, modes, ks, rates, order, score, tau, gamma, 
                         break
                     sub = (sub - 1) & masked
             elif mode == FIXED:
-                S = 0
+                S = np.int64(0)
                 wf = 1.0
                 ls = 0.0
                 for t in range(m):
@@ -150,7 +150,7 @@ def _chain_one(x, C, T, forced, wx, modes, ks, rates, order, score, tau, gamma, 
                         row[pos[t]] = _score(T, U, pos[t], cU, score)
                 cnt = step_count(mode, ks[j], row, pos, m, tau, gamma)
                 ns, nt, r = step_cut(mode == SIZE, row, pos, m, cnt, sure, tied)
-                base = 0
+                base = np.int64(0)
                 wf0 = 1.0
                 ls0 = 0.0
                 for t in range(ns):
@@ -260,8 +260,8 @@ def _run(lang: ExplicitLanguage, policy: Policy, generators, forced: bool):
                "use a smaller support or fewer steps")
     g = np.zeros((len(plans), steps + 1, L + 1)) if forced else off_support_calls(arrays, V, L)
     w = _weights_for_floats(lang)
-    reps = np.ascontiguousarray(lang.support_[reps_idx])
-    wreps = np.ascontiguousarray(w[reps_idx])
+    reps = read_only(np.ascontiguousarray(lang.support_[reps_idx]))
+    wreps = read_only(np.ascontiguousarray(w[reps_idx]))
     work = len(reps_idx) * (1 << L) * L
     R = reps.shape[0]
     vals, done = np.zeros(R), np.zeros(R)

@@ -32,7 +32,7 @@ import numba as nb
 import numpy as np
 
 from mdmt.constructions.languages.explicit import ExplicitLanguage
-from mdmt.runtime.numba_cache import configure_numba_cache
+from mdmt.runtime.numba_cache import configure_numba_cache, read_only
 from mdmt.runtime.parallel import run_ranges
 from mdmt.runtime.resources import check_memory, check_work
 
@@ -207,7 +207,7 @@ def mixture_law(lang: ExplicitLanguage, policy, generators=None) -> SupportLaw:
     check_work(f"the exact law of {len(reps_idx)} representative sequence(s) on the support",
                len(reps_idx) * 3 ** L * A, "use a smaller support or a shorter length")
     w = _weights_for_floats(lang)
-    reps = np.ascontiguousarray(lang.support_[reps_idx])
+    reps = read_only(np.ascontiguousarray(lang.support_[reps_idx]))
     vals, left = np.zeros(len(reps_idx)), np.zeros(len(reps_idx))
     run_ranges(_laws, len(reps_idx), reps, lang.support_, w, L, np.ascontiguousarray(K), vals, left)
     if np.any(np.abs(left) > 1e-9):
