@@ -247,7 +247,7 @@ def test_the_site_builds_strictly_and_runs_every_tutorial(tmp_path):
     # the home page says what mdmt is and how to install it (README.md's sections)
     home = re.sub(r"<!--.*?-->", "", (site / "index.html").read_text(encoding="utf-8"), flags=re.S)
     home = html.unescape(re.sub(r"<[^>]+>", "", home))  # the text a reader sees (code is highlighted in spans)
-    for text in ("masked diffusion", "pip install -e . && mdmt verify", "download.pytorch.org/whl/cpu",
+    for text in ("masked diffusion", "pip install -e . && mdmt compile && mdmt verify", "download.pytorch.org/whl/cpu",
                  "Which torch you get", 'pip install -e ".[docs]" && mkdocs serve'):
         assert text in home, f"the home page lacks {text!r}"
     # the API reference: every block rendered, no Sphinx role printed as text, cross-references as links
