@@ -404,3 +404,18 @@ def test_verify_forks_only_where_forking_is_safe():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "False", "1"], out.stdout
+
+
+def test_the_two_derivation_jobs_prove_every_statement_once_in_order(monkeypatch):
+    """SD runs as two jobs (a first run proves them on two cores); their statements are ALL, each once, in order."""
+    from mdmt.bounds.verification import checks
+    from mdmt.bounds.verification.verify import jobs
+
+    seen = []
+    monkeypatch.setattr(checks, "ALL", [type("St", (), {"key": f"s{i}", "check": lambda self, i=i: seen.append(i) or []})()
+                                        for i in range(len(checks.ALL))])
+    sd = [j for j in jobs(True) if j.families == ("SD",)]
+    assert len(sd) == 2
+    for j in sd:
+        j.run()
+    assert seen == list(range(len(checks.ALL)))

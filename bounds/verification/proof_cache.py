@@ -81,9 +81,9 @@ def cached(name: str, compute: Callable[[], list]) -> list:
     return rows
 
 
-def derivation_rows() -> list:
-    """:func:`.checks.derivation_rows` (SD), kept."""
-    return cached("derivations", checks.derivation_rows)
+def derivation_rows(part: int | None = None) -> list:
+    """:func:`.checks.derivation_rows` (SD, or its part ``part``), kept."""
+    return cached("derivations" if part is None else f"derivations-{part}", lambda: checks.derivation_rows(part))
 
 
 def certification_rows(quick: bool) -> list:
