@@ -10,10 +10,10 @@
 * ``MDMT_BLOCK_TORCH=1`` makes torch unimportable for the whole run (tests/torchless.py): the theory
   tests then run as on a machine with only the core installed.
 * torch is imported here only to ask for CUDA, and only when a ``gpu`` test was collected.
-* ``OMP_WAIT_POLICY=PASSIVE`` (unless set), before numba or torch starts an OpenMP pool, here and in every
-  process a test starts: otherwise the pool's threads spin after each parallel region and take the cores
-  from the other pytest worker (on two cores, with two workers, tests of numba's parallel kernels ran
-  3 to 30 times slower than alone).
+* ``OMP_WAIT_POLICY=PASSIVE`` (unless set), before torch (or numba code outside mdmt) starts an OpenMP pool, here
+  and in every process a test starts: otherwise the pool's threads spin after each parallel region and take the
+  cores from the other pytest worker (on two cores, with two workers, tests of numba's parallel kernels, when mdmt
+  had them, ran 3 to 30 times slower than alone).
 * A pytest-xdist worker ends at once after its last cleanup (``os._exit``): its results went to the controller
   in ``pytest_sessionfinish``, and waiting for the controller's farewell and tearing down an interpreter that
   holds numba, sympy and torch took 3 to 5 s at the end of every run.
