@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
-import os
 import re
 import sys
 import time
@@ -194,16 +193,11 @@ def fork_is_safe() -> bool:
 def workers() -> int:
     """How many processes run the jobs: the usable cores (at most 4), where processes can be forked (Linux, and
     :func:`fork_is_safe`); 1 elsewhere, or with ``MDMT_VERIFY_JOBS=1`` (any positive integer sets the number)."""
-    env = os.environ.get("MDMT_VERIFY_JOBS", "").strip()
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            raise ValueError(f"MDMT_VERIFY_JOBS={env!r}: expected a positive integer") from None
-        if n < 1:
-            raise ValueError(f"MDMT_VERIFY_JOBS={env!r}: expected a positive integer")
-    else:
-        n = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+    from mdmt.runtime.parallel import env_positive_int, usable_cores
+
+    n = env_positive_int("MDMT_VERIFY_JOBS")
+    if n is None:
+        n = min(4, usable_cores())
     return n if sys.platform.startswith("linux") and fork_is_safe() else 1
 
 

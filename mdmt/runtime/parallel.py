@@ -28,18 +28,30 @@ _setting: int | None = None
 _pool: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, threads, pool)
 
 
+def env_positive_int(name: str) -> int | None:
+    """The positive integer in the environment variable ``name``; None where it is unset or blank; a ``ValueError``
+    naming the variable and its value otherwise."""
+    env = os.environ.get(name, "").strip()
+    if not env:
+        return None
+    try:
+        n = int(env)
+    except ValueError:
+        raise ValueError(f"{name}={env!r}: expected a positive integer") from None
+    if n < 1:
+        raise ValueError(f"{name}={env!r}: expected a positive integer")
+    return n
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
 def default_threads() -> int:
     """``NUMBA_NUM_THREADS`` where set, else the cores this process may run on."""
-    env = os.environ.get("NUMBA_NUM_THREADS", "").strip()
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            raise ValueError(f"NUMBA_NUM_THREADS={env!r}: expected a positive integer") from None
-        if n < 1:
-            raise ValueError(f"NUMBA_NUM_THREADS={env!r}: expected a positive integer")
-        return n
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+    n = env_positive_int("NUMBA_NUM_THREADS")
+    return n if n is not None else usable_cores()
 
 
 def threads() -> int:
