@@ -43,7 +43,7 @@ import numba
 import numpy as np
 
 from mdmt.constructions.languages import preset, to_hmmlearn
-from mdmt.runtime.parallel import threads as kernel_threads
+from mdmt.runtime.parallel import set_threads as set_kernel_threads, threads as kernel_threads
 
 
 def best_of(f, k: int) -> float:
@@ -106,11 +106,11 @@ def main():
         rows["mdmt score"] = (best_of(lambda: q.log_likelihood(X), args.repeats), flops_fwd)
         rows["mdmt posterior_marginals"] = (best_of(lambda: q.posterior_marginals(X), args.repeats), 2 * flops_fwd)
         rows["mdmt in_support"] = (best_of(lambda: q.in_support(X), args.repeats), None)
-        numba.set_num_threads(1)
+        old = set_kernel_threads(1)
         try:
             rows["mdmt score (1 thread)"] = (best_of(lambda: q.log_likelihood(X), args.repeats), flops_fwd)
         finally:
-            numba.set_num_threads(threads)
+            set_kernel_threads(old)
 
         m = max(1, int(round(args.num * args.hmmlearn_fraction)))
         scale = args.num / m
