@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mdmt.cli import COMMANDS  # noqa: E402  (light: no command module is imported)
+from mdmt.runtime.outputs import write_text  # noqa: E402
 from mdmt.runtime.provenance import record  # noqa: E402
 
 HEAVY = ("sympy", "scipy", "numba", "torch")
@@ -267,9 +268,7 @@ def main(argv=None) -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
-        tmp = Path(a.out).with_suffix(".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, a.out)
+        write_text(a.out, text)  # atomic: the previous report stays whole until the new one is complete
     return 0
 
 
