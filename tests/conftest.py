@@ -14,6 +14,11 @@
   and in every process a test starts: otherwise the pool's threads spin after each parallel region and take the
   cores from the other pytest worker (on two cores, with two workers, tests of numba's parallel kernels, when mdmt
   had them, ran 3 to 30 times slower than alone).
+* On a cold numba cache (a fresh install, an edited source, an empty ``NUMBA_CACHE_DIR``), a run of the whole
+  suite first compiles every kernel once with ``mdmt compile``'s registry, split over the cores
+  (:func:`mdmt.runtime.precompile.compile_kernels`): otherwise each pytest worker compiles the kernels its tests
+  use, the same kernel often in both at once.  ``MDMT_TEST_PRECOMPILE=0`` turns it off; a run that names files
+  or tests never does it.
 * A pytest-xdist worker ends at once after its last cleanup (``os._exit``): its results went to the controller
   in ``pytest_sessionfinish``, and waiting for the controller's farewell and tearing down an interpreter that
   holds numba, sympy and torch took 3 to 5 s at the end of every run.
@@ -38,6 +43,39 @@ load_profile()  # the Hypothesis profiles of mdmt's property tests (mdmt/proofs/
 def pytest_configure(config):
     if os.environ.get("PYTEST_XDIST_WORKER") and hasattr(config, "workeroutput"):
         config.add_cleanup(lambda: _end_worker(config))  # added first among this run's cleanups: runs last of them
+    elif _whole_suite(config):
+        _compile_a_cold_cache()
+
+
+def _whole_suite(config) -> bool:
+    """A run of the test paths (no file, folder or test named; not collection only), in pytest's main process."""
+    return (config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.option.collectonly
+            and os.environ.get("MDMT_TEST_PRECOMPILE", "1") != "0")
+
+
+def _compile_a_cold_cache(least: int = 10) -> None:
+    """On a cold numba cache (``least`` or more kernels never compiled for this source), compile every kernel
+    once, split over the cores, before the pytest workers start (module docstring)."""
+    import sys
+    import time
+    import warnings
+
+    from mdmt.runtime.precompile import compile_kernels, uncached_kernels
+
+    cold = len(uncached_kernels())
+    if cold < least:
+        return
+    t0 = time.perf_counter()
+    print(f"numba's cache is cold ({cold} kernels uncached): mdmt compile ...", end=" ", file=sys.stderr, flush=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a stale registry: its own test says so; the tests compile the rest
+            got = compile_kernels()
+    except Exception as exc:  # noqa: BLE001 -- the tests then compile what they use, as without this step
+        print(f"failed ({type(exc).__name__}: {exc}); the tests compile what they use", file=sys.stderr)
+        return
+    print(f"{got['compiled']} compiled in {time.perf_counter() - t0:.1f} s ({got['jobs']} processes)",
+          file=sys.stderr, flush=True)
 
 
 def _end_worker(config) -> None:

@@ -40,9 +40,11 @@ WORKER_ENV = {
     "CUDA_VISIBLE_DEVICES": "",
     "MPLBACKEND": "Agg",
 }
-WARM_UP = ("mdmt.commands.curve", "mdmt.bounds.studies.curves", "mdmt.bounds.verification.verify", "mdmt.constructions.reverse.exact",
-           "mdmt.constructions.reverse.sampler", "mdmt.empirical.train", "mdmt.empirical.experiments",
-           "mdmt.empirical.sampling", "matplotlib.pyplot")
+WARM_UP = ("mdmt.commands.curve", "mdmt.bounds.studies.curves", "mdmt.bounds.verification.verify",
+           "mdmt.constructions.reverse.exact", "mdmt.constructions.reverse.sampler")
+# heavy imports of some commands, made before the case is timed, on first use only (torch alone is 2 s of a start)
+NETWORK = ("mdmt.empirical.train", "mdmt.empirical.experiments", "mdmt.empirical.sampling")
+PLOTTING = ("matplotlib.pyplot", "mdmt.plots")
 STARTUP_TIMEOUT = 300.0  # seconds for a worker to import everything (not counted in any case's time bound)
 ADDRESS_SPACE = 6 << 30  # hard limit behind the guard: a missed guard is a MemoryError, not a dead machine
 
@@ -70,6 +72,9 @@ def serve() -> None:
     for line in sys.stdin:
         req = json.loads(line)
         os.chdir(req["cwd"])
+        for name in req.get("prepare", ()):  # the heavy imports of this case, not timed
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
         out, err = io.StringIO(), io.StringIO()
         t0 = time.perf_counter()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -139,21 +144,23 @@ class Worker:
             self.log.close()
             self.proc = None
 
-    def run(self, argv: list[str], cwd: Path, python: str | None = None) -> dict:
+    def run(self, argv: list[str], cwd: Path, python: str | None = None, prepare: tuple = ()) -> dict:
         """{"rc", "out", "err", "seconds"}; rc is "timeout" or "signal NAME" when the worker did not answer.
 
-        ``python`` is code the worker executes before ``main(argv)`` (for the tests of this machinery).
+        ``python`` is code the worker executes before ``main(argv)`` (for the tests of this machinery);
+        ``prepare`` names modules it imports first, untimed, besides those :func:`heavy_imports` names.
         """
         if self.proc is None or self.proc.poll() is not None:
             self.close()
             self._start()
-        req = {"argv": argv, "cwd": str(cwd), **({"python": python} if python else {})}
+        req = {"argv": argv, "cwd": str(cwd), "prepare": [*heavy_imports(argv), *prepare],
+               **({"python": python} if python else {})}
         try:
             self.proc.stdin.write((json.dumps(req) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:  # died between requests: start again
             self.close()
-            return self.run(argv, cwd, python)
+            return self.run(argv, cwd, python, prepare)
         return self._answer(self.timeout)
 
     def _answer(self, timeout: float) -> dict:
@@ -176,6 +183,16 @@ class Worker:
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line.decode().split(MARK, 1)[1])
+
+
+def heavy_imports(argv: list[str]) -> tuple[str, ...]:
+    """The heavy modules ``mdmt argv`` is likely to import: torch for a command that trains or reads a network,
+    matplotlib for one that draws (the worker imports them before it starts the clock)."""
+    args = set(argv)
+    network = bool(argv) and argv[0] in ("train", "evaluate") or "--checkpoint" in args
+    draws = bool(argv) and argv[0] in ("atlas", "adaptive", "samplers", "figure1") and "--out" in args
+    plotting = draws or "--plot" in args
+    return (NETWORK if network else ()) + (PLOTTING if plotting else ())
 
 
 _SHARED: dict = {}

@@ -6,10 +6,10 @@ from fractions import Fraction
 
 import pytest
 import sympy as sp
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mdmt.bounds.refutation.claims import QUANTITIES, ClaimError, parse_claim
+from tests.tiers import in_both_tiers
 
 
 def test_the_atlas_bounds_parse_and_evaluate_to_values_by_hand():
@@ -206,10 +206,7 @@ def expressions(draw, depth=0):
     return f"({a}) {kind} ({b})"
 
 
-@settings(max_examples=150, deadline=None)
-@given(lhs=expressions(), rhs=expressions(), values=st.fixed_dictionaries(
-    {q: st.integers(1, 12) for q in QUANTITIES}), rel=st.sampled_from(["<=", "<", ">=", ">"]))
-def test_the_float_margin_lies_in_the_ball_margin(lhs, rhs, values, rel):
+def _float_margin_in_ball_margin(lhs, rhs, values, rel):
     """Two evaluations of one tree: float64 and 256-bit balls agree (the ball holds the float up to its rounding)."""
     c = parse_claim(f"{lhs} {rel} {rhs}")
     m = c.margin(values)
@@ -220,6 +217,12 @@ def test_the_float_margin_lies_in_the_ball_margin(lhs, rhs, values, rel):
     assert math.isfinite(m)
     assert abs(m - float(ball.mid())) <= 1e-9 * (1 + abs(m)), (c.text, m, ball)
     assert float(ball.rad()) < 1e-30 * (1 + abs(m))
+
+
+test_the_float_margin_lies_in_the_ball_margin, test_the_float_margin_lies_in_the_ball_margin_thoroughly = in_both_tiers(
+    _float_margin_in_ball_margin, 40, 300, lhs=expressions(), rhs=expressions(),
+    values=st.fixed_dictionaries({q: st.integers(1, 12) for q in QUANTITIES}),
+    rel=st.sampled_from(["<=", "<", ">=", ">"]))
 
 
 def test_the_relative_margin_is_scale_free_and_undefined_where_both_sides_vanish():
@@ -255,12 +258,7 @@ def hostile_expressions(draw, depth=0):
     return f"({a}) {draw(st.sampled_from(['+', '-', '*', '/']))} ({b})"
 
 
-@settings(max_examples=200, deadline=None)
-@given(lhs=hostile_expressions(), rhs=hostile_expressions(), rel=st.sampled_from(["<=", "<", ">=", ">"]),
-       same=st.booleans(), values=st.fixed_dictionaries({q: st.sampled_from([0, 1, 3, 1e-300, 1e300, 0.5])
-                                                          for q in QUANTITIES}))
-def test_hostile_claims_are_refused_in_one_line_or_evaluated_with_the_sign_of_the_exact_margin(lhs, rhs, rel, same,
-                                                                                                 values):
+def _hostile_claim(lhs, rhs, rel, same, values):
     """Every claim is refused when read (one line) or evaluated in float64 at once, without an exception; where the
     ball margin (512 bits) has a sign, the float margin has it too (never NaN, inf where beyond float64); NaN only
     where a part is undefined or the balls cannot decide; a strict claim with equal sides never holds."""
@@ -294,3 +292,10 @@ def test_hostile_claims_are_refused_in_one_line_or_evaluated_with_the_sign_of_th
         assert not math.isnan(m), (text, m, ball)
     if math.isinf(m):
         assert abs(c.relative_margin(values)) == 1.0
+
+
+(test_hostile_claims_are_refused_in_one_line_or_evaluated_with_the_sign_of_the_exact_margin,
+ test_hostile_claims_are_refused_in_one_line_or_evaluated_with_the_sign_of_the_exact_margin_thoroughly) = in_both_tiers(
+    _hostile_claim, 40, 400, lhs=hostile_expressions(), rhs=hostile_expressions(),
+    rel=st.sampled_from(["<=", "<", ">=", ">"]), same=st.booleans(),
+    values=st.fixed_dictionaries({q: st.sampled_from([0, 1, 3, 1e-300, 1e300, 0.5]) for q in QUANTITIES}))

@@ -227,6 +227,7 @@ def test_print_json_writes_infinities_apart_from_not_applicable(capsys):
     assert float(doc["a"]) == math.inf and float(doc["3"][0]) == -math.inf
 
 
+@pytest.mark.integration
 def test_python_m_mdmt(tmp_path):
     ce = tmp_path / "ce.json"
     p = subprocess.run([sys.executable, "-m", "mdmt", "counterexample", "-l", "3", "--out", str(ce), "--json"],
@@ -241,6 +242,7 @@ def test_python_m_mdmt(tmp_path):
     assert [r["in_support"] for r in json.loads(p.stdout)["rows"]] == [True, False, True]
 
 
+@pytest.mark.integration
 def test_the_console_script_ends_verify_without_teardown_but_with_its_output_exit_handlers_and_status(tmp_path):
     """After ``mdmt verify`` the console script skips the interpreter's teardown (mdmt.cli.script): the whole JSON
     document still arrives through a pipe, an exit handler registered during the run still runs, and the status is

@@ -67,6 +67,7 @@ def test_every_theory_command_runs_with_the_core_only(tmp_path):
         assert r["outside"] == [], f"mdmt {' '.join(r['argv'])} imported {r['outside']}, outside the core"
 
 
+@pytest.mark.integration
 def test_the_core_only_run_refuses_an_extra(tmp_path):
     """A command that needs a package outside the core fails under the guard (here: Result.to_frame's pandas)."""
     code = prelude(blocked_modules() | {"pandas"}) + "import pandas\n"

@@ -133,7 +133,7 @@ def test_torch_and_oracle_samplers_have_the_same_law():
     assert a["ser_ci"][0] <= exact <= a["ser_ci"][1] and b["ser_ci"][0] <= exact <= b["ser_ci"][1]
 
 
-@pytest.mark.parametrize("N,greedy", [(1, False), (5, True), (40, False), (300, True)])
+@pytest.mark.parametrize("N,greedy", [(1, False), (5, True), (40, False), (64, True)])
 def test_reveal_rounds_give_the_samples_of_the_loop_over_steps(N, greedy):
     """Default (one call per reveal round) and ``by_step`` (the literal loop of Eq. 3) consume one random
     stream: same samples, reveal steps and NFE, for the oracle and for a network, over uneven batches."""

@@ -250,6 +250,7 @@ def _mdmt_commands(code: str):
 
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(ROOT)) for p in FILES])
+@pytest.mark.integration
 def test_documented_commands_parse_as_written(path):
     """The commands as a reader sees them -- before any replacement, skipped blocks included -- are valid."""
     from mdmt.cli import build_parser

@@ -128,6 +128,7 @@ def _load_ext(name: str):
     return module
 
 
+@pytest.mark.integration
 def test_docstring_cross_references_become_links_of_the_api_reference():
     """mkdocstrings prints Sphinx roles (``:func:`x```) as they are; the site's Griffe extension
     (docs/_ext/crossrefs.py) turns each into a Markdown cross-reference to a rendered object, or into plain

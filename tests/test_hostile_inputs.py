@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from mdmt.constructions.languages import interval_hmm, load_language, preset
 from mdmt.runtime.validation import MASK, regular_file, token_array
-from tests.fuzz_support import ERROR, OK, outcome, shared_worker
+from tests.fuzz_support import ERROR, OK, PLOTTING, outcome, shared_worker
 
 AT_ONCE = 10.0  # seconds: a refusal comes at once (and a FIFO is never opened)
 BOUND = 120.0  # seconds the worker waits for any run (a first run compiles numba kernels) before stopping it
@@ -287,8 +287,23 @@ def _argv(template, path):
     return [path if a == "{}" else a for a in template]
 
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("template, flag, what", INPUTS)
+def every_case_and_every_kind(cases, category) -> list:
+    """The cases times the KINDS of special file, as parameters (case..., kind).
+
+    The default tier holds every case with a FIFO (the kind that once hung) and every kind with the first case of
+    each ``category(case)`` (one refusal message each); the rest of the product is in the integration tier."""
+    out, firsts = [], set()
+    for i, case in enumerate(cases):
+        values, marks = (case.values, list(case.marks)) if hasattr(case, "values") else (tuple(case), [])
+        first = category(values) not in firsts
+        firsts.add(category(values))
+        for kind in KINDS:
+            deep = [] if kind == "fifo" or first else [pytest.mark.integration]
+            out.append(pytest.param(*values, kind, marks=marks + deep, id=f"{i}-{kind}"))
+    return out
+
+
+@pytest.mark.parametrize("template, flag, what, kind", every_case_and_every_kind(INPUTS, lambda c: c[2]))
 def test_a_special_file_as_an_input_is_refused_by_its_kind(worker, tmp_path, template, flag, what, kind):
     """A FIFO used to block forever; /dev/zero ended in 'set MDMT_MAX_MEMORY'; a folder of a data set was
     'no data set manifest'.  The kind is read from the file's status; the file is never opened."""
@@ -319,8 +334,7 @@ OUTPUTS = [  # (argv with {} for the output, whether the output is a folder)
 ]
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS])
-@pytest.mark.parametrize("template, folder", OUTPUTS)
+@pytest.mark.parametrize("template, folder, kind", every_case_and_every_kind(OUTPUTS, lambda c: c[1]))
 def test_a_special_file_as_an_output_is_refused_and_left_alone(worker, tmp_path, template, folder, kind):
     if folder and kind == "folder":
         pytest.skip("a folder is what a folder output is")
@@ -812,7 +826,7 @@ def plots_worker(tmp_path_factory, pytestconfig):  # a FIFO opened would block: 
 
 def run_plots(worker, folder: Path, *argv: str, read_only: bool = False) -> dict:
     code = _RUN_PLOTS.format(argv=list(argv), read_only=read_only, prog=PLOTS)
-    return worker.run([], folder, python=code)
+    return worker.run([], folder, python=code, prepare=PLOTTING)
 
 
 def plots_refused(worker, folder: Path, *argv: str, says=(), read_only: bool = False) -> str:

@@ -296,42 +296,40 @@ def test_zero_length_sequences_have_probability_one():
 
 # ----------------------------------------------------------------------------- n-gram support and scores, every path
 def _dense_ngram_reference(ng: NGram, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log q(x_U), q(x_U) > 0) of each row by the forward recursion on all C contexts, in NumPy.
+    """(log q(x_U), q(x_U) > 0) of each row by the forward recursion on all C contexts, in NumPy, all rows at once.
 
     Context (a, s) (oldest token a, suffix s) moves to (s, b) with probability T[(a, s), b]: the
     recursion sums over a with the tables reshaped to (V, Q, V); no frontier, no bitset, no numba.
-    The support is propagated as booleans, apart from the weights.
+    The support is propagated as booleans (a context is reachable if some reachable context moves to
+    it with positive probability), apart from the weights.
     """
     V, C, k = ng.n_symbols, ng.n_contexts, ng.n - 1
     Q = C // V
     T3 = ng.transition_.reshape(V, Q, V)
+    moves = T3 > 0
+    X = np.asarray(X)
+    R, L = X.shape
     digits = (np.arange(C)[:, None] // V ** np.arange(k - 1, -1, -1)) % V  # the k tokens of each context
-    lls, alive = np.empty(len(X)), np.empty(len(X), dtype=bool)
-    for r, x in enumerate(X):
-        ok = np.ones(C, dtype=bool)
-        for j in range(min(len(x), k)):
-            if x[j] >= 0:
-                ok &= digits[:, j] == x[j]
-        alpha = np.where(ok, ng.initial_, 0.0)
-        reach = alpha > 0
-        ll, t = 0.0, k
-        while True:  # positions k..L-1; none when L <= k (then the initial law's marginal)
-            s = alpha.sum()
-            if s == 0.0:
-                break
-            ll += np.log(s)
-            alpha = alpha / s
-            if t >= len(x):
-                break
-            alpha = (alpha.reshape(V, Q)[:, :, None] * T3).sum(axis=0).reshape(C)
-            reach = (reach.reshape(V, Q)[:, :, None] & (T3 > 0)).any(axis=0).reshape(C)
-            if x[t] >= 0:
-                alpha = np.where(digits[:, -1] == x[t], alpha, 0.0)
-                reach &= digits[:, -1] == x[t]
-            t += 1
-        alive[r] = reach.any()
-        lls[r] = ll if alpha.sum() > 0 else -np.inf
-    return lls, alive
+    ok = np.ones((R, C), dtype=bool)
+    for j in range(min(L, k)):
+        ok &= (X[:, j, None] < 0) | (digits[None, :, j] == X[:, j, None])
+    alpha = np.where(ok, ng.initial_[None, :], 0.0)
+    reach = alpha > 0
+    ll = np.zeros(R)
+    for t in range(k, max(L, k) + 1):  # normalise; then positions k..L-1 (none when L <= k: the initial marginal)
+        s = alpha.sum(axis=1)
+        live = s > 0
+        ll[live] += np.log(s[live])
+        alpha[live] /= s[live, None]
+        if t >= L:
+            break
+        alpha = np.einsum("raq,aqb->rqb", alpha.reshape(R, V, Q), T3).reshape(R, C)
+        reach = (reach.reshape(R, V, Q)[:, :, :, None] & moves[None]).any(axis=1).reshape(R, C)
+        seen = X[:, t, None] >= 0
+        agree = digits[None, :, -1] == X[:, t, None]
+        alpha = np.where(seen & ~agree, 0.0, alpha)
+        reach &= ~seen | agree
+    return np.where(alpha.sum(axis=1) > 0, ll, -np.inf), reach.any(axis=1)
 
 
 def _ngram_with_zeros(n: int, V: int, seed: int, zero: float = 0.4) -> NGram:

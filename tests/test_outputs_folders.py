@@ -211,6 +211,7 @@ def test_check_output_folder_and_the_recognisers(tmp_path):
 
 # ----------------------------------------------------------------------------- one writer per --out
 @pytest.mark.parametrize("name", [_param(n) for n in FOLDER_COMMANDS] + [pytest.param("sample", id="sample")])
+@pytest.mark.integration
 def test_a_held_lock_refuses_a_second_run_naming_the_holder(tmp_path, monkeypatch, name):
     _needs(name)
     monkeypatch.chdir(tmp_path)
@@ -228,6 +229,7 @@ def test_a_held_lock_refuses_a_second_run_naming_the_holder(tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize("name", ["atlas", "data", "sample"])
+@pytest.mark.integration
 def test_a_lock_left_by_a_process_that_ended_is_taken_over(tmp_path, monkeypatch, name):
     monkeypatch.chdir(tmp_path)
     out = "s.txt" if name == "sample" else "o"
@@ -243,6 +245,7 @@ def test_a_lock_left_by_a_process_that_ended_is_taken_over(tmp_path, monkeypatch
     assert not lock.exists()
 
 
+@pytest.mark.integration
 def test_a_lock_of_another_machine_or_unreadable_is_never_taken_over(tmp_path):
     out = tmp_path / "o"
     out.mkdir()

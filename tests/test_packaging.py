@@ -1,6 +1,7 @@
 """Packaging: one installed name (mdmt), a documented public API, and an import graph without cycles."""
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import mdmt
+from tests.source_tree import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"mdmt": ROOT / "mdmt", "mdmt.bounds": ROOT / "bounds", "mdmt.constructions": ROOT / "constructions",
@@ -36,13 +38,14 @@ def _type_checking_only(tree) -> set[int]:
     return skip
 
 
-def _imports(name: str, path: Path) -> set[str]:
+@functools.cache
+def _imports(name: str, path: Path) -> frozenset[str]:
     """The mdmt modules that a module imports when it runs (absolute or relative, at any depth of the file;
     not those under ``if TYPE_CHECKING:``, which only type checkers read)."""
     is_pkg = path.name == "__init__.py"
     base = name.split(".") if is_pkg else name.split(".")[:-1]
     found = set()
-    tree = ast.parse(path.read_text())
+    tree = parse(path)
     skip = _type_checking_only(tree)
     for node in ast.walk(tree):
         if id(node) in skip:
@@ -57,7 +60,7 @@ def _imports(name: str, path: Path) -> set[str]:
                 found.add(full if full in MODULES else target)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
-    return {m for m in found if m in MODULES and m != name}
+    return frozenset(m for m in found if m in MODULES and m != name)
 
 
 def test_the_import_graph_has_no_cycle():
@@ -134,6 +137,7 @@ def test_public_api_resolves_and_is_documented():
         mdmt.nothing  # noqa: B018
 
 
+@pytest.mark.integration
 def test_submodules_load_on_first_use_like_the_other_names():
     """``import mdmt; mdmt.plots`` works without ``import mdmt.plots`` (and loads nothing before it is read)."""
     code = ("import sys, mdmt; before = 'mdmt.plots' in sys.modules; f = mdmt.plots.curve_ser_figure; "
@@ -152,7 +156,7 @@ def test_import_mdmt_is_cheap():
 
 def _torch_imports(path: Path) -> list[tuple[int, bool]]:
     """(line, at module level) of each import of torch in a file."""
-    tree = ast.parse(path.read_text())
+    tree = parse(path)
     top = {id(n) for n in tree.body}
     out = []
     for node in ast.walk(tree):

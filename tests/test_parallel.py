@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from mdmt.runtime import parallel
 from mdmt.runtime.parallel import ranges, run_ranges, set_threads, threads
+from tests.source_tree import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -134,6 +135,24 @@ def test_the_pool_works_again_in_a_forked_child(three_threads):
     assert got == b"ok"
 
 
+def test_the_pools_threads_never_hold_up_the_interpreters_exit(three_threads):
+    """Daemons, and no other: a SIGTERM that interrupted the start of a ThreadPoolExecutor's (non-daemon) thread
+    left the interpreter waiting for it at exit (``mdmt data`` hung after 'interrupted: stopped by SIGTERM')."""
+    import threading
+
+    out = np.zeros(50)
+    run_ranges(_fill, 50, out, 0.0)
+    mine = parallel._pool[2].threads
+    assert len(mine) == 3 and all(t.daemon and t.is_alive() for t in mine)
+    assert all(t.daemon for t in threading.enumerate() if t.name.startswith("mdmt-kernel"))
+    set_threads(2)  # a new pool: the old one's threads end
+    run_ranges(_fill, 50, out, 0.0)
+    for t in mine:
+        t.join(10)
+    assert not any(t.is_alive() for t in mine)
+    assert np.array_equal(out, 2 * np.arange(50))
+
+
 def _thread_counts_agree(compute):
     a = None
     for k in (1, 3):
@@ -181,7 +200,7 @@ def test_sampler_kernels_do_not_depend_on_the_number_of_threads():
 
 
 def _decorators(path: Path):
-    tree = ast.parse(path.read_text())
+    tree = parse(path)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for d in node.decorator_list:

@@ -137,6 +137,7 @@ def _tiny(tmp_path, monkeypatch, entries):
     return path
 
 
+@pytest.mark.integration
 def test_the_command_prints_its_summary_and_names_each_stale_entry(tmp_path, monkeypatch, capsys):
     log = "mdmt.constructions.reverse.policy_exact._log"
     _tiny(tmp_path, monkeypatch, [
@@ -172,6 +173,7 @@ def test_a_type_that_no_longer_compiles_is_stale_not_a_crash(tmp_path, monkeypat
     assert (got["compiled"], got["loaded"], len(got["stale"])) == (0, 0, 1)
 
 
+@pytest.mark.integration
 def test_a_failing_compiling_process_is_one_error_line(tmp_path, monkeypatch, capsys):
     """A part whose process fails (here a module that raises on import) stops the command with one line naming the
     error, whichever process it was (the other is stopped)."""

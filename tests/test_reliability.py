@@ -240,7 +240,8 @@ REPRODUCTIONS = [
     pytest.param(["curve", "ser", "-l", "0"], ERROR, "", id="curve-ser-l-0"),
     pytest.param(["curve", "ter", "--n", "1000"], ERROR, "", id="curve-ter-n-1000"),
     pytest.param(["train", "--language", "preset:2gram", "--train-steps", "2", "--batch", "2", "-L", "8", "--lr",
-                  "1e10", "--out", "tr", "--no-progress"], ERROR, "", id="train-lr-1e10"),
+                  "1e10", "--out", "tr", "--no-progress"], ERROR, "", id="train-lr-1e10",
+                 marks=pytest.mark.integration),  # torch in the worker; in process: test_checkpoints.py
     pytest.param(["sample", "--language", "preset:2gram", "-L", "4", "-N", "2", "--num", "1000000000"], ERROR,
                  "memory", id="sample-num-1e9"),
     pytest.param(["sample", "--language", "interval:3", "-L", "6", "-N", "1", "--num", "3"], OK, "",

@@ -112,6 +112,7 @@ def test_network_commands_name_the_extra_they_need(tmp_path):
         assert writes is None or not (tmp_path / writes).exists(), f"mdmt {name} wrote {writes} before failing"
 
 
+@pytest.mark.integration
 def test_the_library_names_the_extra_and_its_torch_free_modules_import(tmp_path):
     code = PRELUDE + textwrap.dedent(f"""
         import sys

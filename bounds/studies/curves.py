@@ -21,8 +21,9 @@ from typing import Iterable
 
 import numpy as np
 
-from mdmt.constructions.reverse.interval_closed_forms import MAX_INTERVAL, learning_error_value, log_rho_groups, oracle_ser
-from mdmt.constructions.reverse.schedules import WarmStart, as_pi, p_distinct, reveal_probabilities
+from mdmt.constructions.reverse.interval_closed_forms import (MAX_INTERVAL, check_lengths, learning_error_value,
+                                                                log_rho_groups)
+from mdmt.constructions.reverse.schedules import WarmStart, log_p_distinct_groups, reveal_probabilities
 from mdmt.runtime.validation import positive_int
 from mdmt.defaults import TER_SCHEDULES
 from mdmt.results import Result
@@ -142,13 +143,16 @@ def ter_curve(n: int, eps: float, lengths: int | Iterable[int], V: int = 8, eps_
                   figure="curve_ter_figure")
 
 
-def _linear_groups(N: int):
-    """The linear schedule as (distinct values, multiplicities), or its validated array where mdmt builds one."""
+def _linear_groups(N: int) -> tuple[list[float], list[int]]:
+    """The linear schedule pi_j = 1/N as (distinct values, multiplicities), without building pi.
+
+    Up to ``ARRAY_MAX_STEPS`` the value is that of the validated vector ``np.full(N, 1/N)``: each entry divided
+    by the vector's float sum, as :func:`reveal_probabilities` does, so every result equals the one computed from
+    that vector bit for bit (an O(N) sum, no vector kept and none sorted); beyond, 1/N itself.
+    """
     if N <= ARRAY_MAX_STEPS:
-        pi = as_pi(np.full(N, 1.0 / N))
-        values, counts = np.unique(pi[pi > 0], return_counts=True)
-        return pi, values, counts
-    return None, [1.0 / N], [N]
+        return [(1.0 / N) / float(np.full(N, 1.0 / N).sum())], [N]
+    return [1.0 / N], [N]
 
 
 def p_distinct_linear(N: int, L: int) -> float:
@@ -156,9 +160,8 @@ def p_distinct_linear(N: int, L: int) -> float:
     else prod_{k<L} (1 - k/N) summed in log space (O(L), no cancellation)."""
     if N < L:
         return 0.0
-    pi, _, _ = _linear_groups(N)
-    if pi is not None and L <= GROUP_MAX_LENGTH:
-        return p_distinct(pi, L)
+    if N <= ARRAY_MAX_STEPS and L <= GROUP_MAX_LENGTH:
+        return float(math.exp(log_p_distinct_groups(*_linear_groups(N), L)))
     if L > 1 << 27:
         raise ValueError(f"P_distinct at L = {L} costs O(L) memory and time; mdmt's limit is L <= {1 << 27}")
     k = np.arange(L, dtype=np.float64)
@@ -167,10 +170,8 @@ def p_distinct_linear(N: int, L: int) -> float:
 
 def oracle_ser_lin(l: int, L: int, N: int) -> float:
     """The exact oracle SER 1 - rho^(L/l) of the linear schedule with N steps (any N)."""
-    pi, values, counts = _linear_groups(N)
-    if pi is not None:
-        return oracle_ser(l, L, pi)
-    return float(-math.expm1((L // l) * log_rho_groups(l, values, counts)))
+    l, L = check_lengths(l, L)
+    return float(-math.expm1((L // l) * log_rho_groups(l, *_linear_groups(N))))
 
 
 def critical_c(l: int, L: int) -> tuple[float, int]:

@@ -434,14 +434,23 @@ def log_p_distinct(pi, L: int) -> float:
         return -math.inf
     values, counts = np.unique(pi[pi > 0], return_counts=True)
     if len(values) <= 16:
-        log_e = np.full(L + 1, -np.inf)
-        log_e[0] = 0.0
-        for p, m in zip(values, counts):
-            k = np.arange(min(int(m), L) + 1)
-            group = _log_binom(int(m), k) + k * math.log(p)
-            log_e = log_convolve(log_e, group, L)
-        return float(math.lgamma(L + 1) + log_e[L])
+        return log_p_distinct_groups(values, counts, L)
     return float(math.lgamma(L + 1) + _log_elementary_symmetric(np.log(pi[pi > 0]), L))
+
+
+def log_p_distinct_groups(values, counts, L: int) -> float:
+    """``log_p_distinct`` of a schedule given as distinct positive reveal probabilities ``values`` with
+    multiplicities ``counts`` (the grouped form: the same arithmetic, without the vector pi)."""
+    L = positive_int("L", L)
+    if sum(int(m) for m in counts) < L:
+        return -math.inf
+    log_e = np.full(L + 1, -np.inf)
+    log_e[0] = 0.0
+    for p, m in zip(values, counts):
+        k = np.arange(min(int(m), L) + 1)
+        group = _log_binom(int(m), k) + k * math.log(p)
+        log_e = log_convolve(log_e, group, L)
+    return float(math.lgamma(L + 1) + log_e[L])
 
 
 def _log_binom(m: int, k: np.ndarray) -> np.ndarray:

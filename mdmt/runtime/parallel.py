@@ -11,7 +11,9 @@ the result does not depend on the number of threads or on how the ranges fall.
 
 :func:`threads` (default: the cores this process may use, or ``NUMBA_NUM_THREADS`` where set) is the number of
 threads; :func:`set_threads` changes it.  The pool is made again after a ``fork`` (a child inherits the pool but
-not its threads).
+not its threads).  Its threads are daemons: the interpreter's exit never waits for them.  (The threads of
+``concurrent.futures.ThreadPoolExecutor`` are not, and one whose start a signal interrupted -- ``mdmt data``
+stopped by SIGTERM -- is never told to stop: the interpreter then waited for it forever.)
 
 This module imports nothing from mdmt, and numba only to read ``NUMBA_NUM_THREADS``.
 """
@@ -19,13 +21,48 @@ This module imports nothing from mdmt, and numba only to read ``NUMBA_NUM_THREAD
 from __future__ import annotations
 
 import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 
 PARTS_PER_THREAD = 4  # ranges per thread, so that rows of unequal cost still share the threads evenly
 _lock = threading.Lock()
 _setting: int | None = None
-_pool: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, threads, pool)
+
+
+class _Pool:
+    """``k`` daemon threads that run the calls put on one queue, each answering through its future."""
+
+    def __init__(self, k: int):
+        self.k = k
+        self.calls: queue.SimpleQueue = queue.SimpleQueue()
+        self.threads = [threading.Thread(target=self._serve, name=f"mdmt-kernel-{i}", daemon=True) for i in range(k)]
+        for t in self.threads:
+            t.start()
+
+    def _serve(self) -> None:
+        while True:
+            fn, args, future = self.calls.get()
+            if fn is None:
+                return
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+                    future.set_exception(exc)
+
+    def submit(self, fn, *args) -> Future:
+        future: Future = Future()
+        self.calls.put((fn, args, future))
+        return future
+
+    def shutdown(self) -> None:
+        """Let the threads end once the calls already queued are done."""
+        for _ in range(self.k):
+            self.calls.put((None, None, None))
+
+
+_pool: tuple[int, int, _Pool] | None = None  # (pid, threads, pool)
 
 
 def env_positive_int(name: str) -> int | None:
@@ -77,14 +114,14 @@ def ranges(n: int, parts: int) -> list[tuple[int, int]]:
     return [(i * n // parts, (i + 1) * n // parts) for i in range(parts)]
 
 
-def _executor(k: int) -> ThreadPoolExecutor:
+def _executor(k: int) -> _Pool:
     global _pool
     with _lock:
         pid = os.getpid()
         if _pool is None or _pool[0] != pid or _pool[1] != k:
             if _pool is not None and _pool[0] == pid:
-                _pool[2].shutdown(wait=False)
-            _pool = (pid, k, ThreadPoolExecutor(k, thread_name_prefix="mdmt-kernel"))
+                _pool[2].shutdown()
+            _pool = (pid, k, _Pool(k))
         return _pool[2]
 
 

@@ -446,6 +446,29 @@ def _run_parts(parts: list[list[dict]], on_message: Callable[[dict], object]) ->
     return finals  # type: ignore[return-value]
 
 
+def uncached_kernels(registry: str | os.PathLike | None = None) -> list[str]:
+    """The kernels of the registry with no index file in the cache folder of the current source: those a process
+    would compile (or, where another signature is missing, partly compile) on first use.
+
+    Reads file names only (numba names a kernel's index ``<module>.<qualified name>-<line>.py<version>.nbi``),
+    imports neither numba nor the kernels, and creates nothing: an empty or new cache (a fresh install, an edited source, an empty ``NUMBA_CACHE_DIR``) has
+    every kernel uncached; a warm one none."""
+    from mdmt.runtime.numba_cache import PREFIX, default_base, fallback_base, package_roots, source_key
+
+    name = PREFIX + source_key(package_roots())
+    found: set[str] = set()
+    for base in (default_base(), fallback_base()):
+        folder = base / name
+        if folder.is_dir():
+            found |= {p.name.rsplit("-", 1)[0] for p in folder.rglob("*.nbi")}
+    path = Path(registry) if registry is not None else REGISTRY
+    try:  # the names only: checking the types (load_registry) would import numba
+        kernels = dict.fromkeys(e["kernel"] for e in json.loads(path.read_text())["signatures"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a registry of kernel signatures ({exc})") from None
+    return [k for k in kernels if ".".join(k.split(".")[-2:]) not in found]
+
+
 def compile_kernels(jobs: int | None = None, progress: Callable[[int, int, str], object] | None = None,
                     registry: str | os.PathLike | None = None) -> dict:
     """Load or compile every signature of the registry into numba's cache (``mdmt compile``).
