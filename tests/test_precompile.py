@@ -261,3 +261,24 @@ def test_the_timings_report_times_mdmt_compile_and_the_first_run_after_it():
     for row in ("`mdmt compile` on an empty numba cache", "`mdmt compile` first, as the README's",
                 "without `mdmt compile`", "def compile_then_verify"):
         assert row in text, row
+
+
+def test_the_uncached_kernels_are_those_without_an_index_in_the_folder_of_this_source(tmp_path, monkeypatch):
+    """An empty NUMBA_CACHE_DIR: every kernel of the registry is uncached (a cold run compiles them first,
+    tests/conftest.py); an index file named as numba names it removes its kernel, one for another source does not."""
+    from mdmt.runtime import numba_cache
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # the fallback base: nothing of this machine's cache
+    monkeypatch.setattr(numba_cache.tempfile, "tempdir", None)
+    kernels = list(dict.fromkeys(e["kernel"] for e in ENTRIES))
+    assert precompile.uncached_kernels() == kernels
+    folder = tmp_path / (numba_cache.PREFIX + numba_cache.source_key(numba_cache.package_roots())) / "sub"
+    folder.mkdir(parents=True)
+    first, second = kernels[0].split("."), kernels[1].split(".")
+    (folder / f"{first[-2]}.{first[-1]}-12.py311.nbi").write_bytes(b"")
+    other = tmp_path / (numba_cache.PREFIX + "0" * 16)
+    other.mkdir()
+    (other / f"{second[-2]}.{second[-1]}-40.py311.nbi").write_bytes(b"")
+    assert precompile.uncached_kernels() == kernels[1:]
