@@ -1,6 +1,6 @@
 """The timings that mdmt's docs quote, measured in one run, with the machine and commit beside them.
 
-    python benchmarks/timings.py [--repeats 5] [--baseline COMMIT] [--pytest] [--out docs/results/timings.md]
+    python benchmarks/timings.py [--repeats 5] [--baseline COMMIT] [--pytest [--pytest-repeats 3]] [--out FILE]
 
 Every figure is the wall time of a fresh process, as a user meets it (the median of ``--repeats``
 runs after one warm-up, min and max beside it):
@@ -19,8 +19,9 @@ runs after one warm-up, min and max beside it):
   meet the same load; the goals of the current code are then relative to it (``--quick`` at most
   half, the full run at most 60 %);
 * with ``--pytest``: the default tier ``python -m pytest -q`` (README command 2; the proof check
-  and the unit tests) warm and on an empty numba cache (goals 60 s and 90 s on two cores), and the
-  integration tier ``python -m pytest -q -m integration``, once each.
+  and the unit tests) warm and on an empty numba cache, ``--pytest-repeats`` times each, interleaved, the
+  medians against the goals (60 s and 90 s on two cores), and the integration tier
+  ``python -m pytest -q -m integration`` once.
 
 Warm means every cache a second run finds: numba's kernels and Python's bytecode.  Python writes its bytecode
 cache (``__pycache__``) by default; where ``PYTHONDONTWRITEBYTECODE`` is set, every process compiles mdmt's
@@ -198,12 +199,41 @@ def pytest_run(args: list[str], env: dict | None) -> tuple[float, str, bool]:
     return dt, (res.stdout.strip().splitlines() or ["?"])[-1], res.returncode == 0
 
 
+def pytest_rows(rows: list, repeats: int) -> None:
+    """The default tier warm and on an empty numba cache, ``repeats`` times each, interleaved (the machine's speed
+    drifts over minutes), medians against the goals; the integration tier once."""
+    pytest_run(["--collect-only", "-n", "0"], None)  # Python's bytecode and pytest's rewritten tests written
+    times: dict = {"warm": [], "cold": []}
+    summaries, passed = {}, {"warm": True, "cold": True}
+    for _ in range(repeats):
+        for kind in ("warm", "cold"):
+            cache = tempfile.mkdtemp(prefix="mdmt-numba-") if kind == "cold" else None
+            try:
+                dt, summaries[kind], ok = pytest_run([], {**os.environ, "NUMBA_CACHE_DIR": cache} if cache else None)
+            finally:
+                if cache:
+                    shutil.rmtree(cache, ignore_errors=True)
+            times[kind].append(dt)
+            passed[kind] &= ok
+    for kind, what, goal in (
+            ("warm", "`python -m pytest -q` (default tier: proof check and unit tests; README command 2), warm", 60.0),
+            ("cold", "`python -m pytest -q`, empty numba cache (the first run after a fresh install)", 90.0)):
+        t = summary(times[kind])
+        ok = passed[kind] and t["median"] <= goal
+        rows.append((what, f"{fmt(t)}; last: {summaries[kind]}", f"≤ {goal:.0f} s", "ok" if ok else "MISSED"))
+    dt, last, ok = pytest_run(["-m", "integration"], None)
+    rows.append(("`python -m pytest -q -m integration` (integration tier), warm", f"{dt:.1f} s wall; {last}", "-",
+                 "-" if ok else "MISSED"))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--verify-repeats", type=int, default=3)
     ap.add_argument("--pytest", action="store_true",
                     help="also time the test tiers: the default one warm and cold, the integration tier (minutes)")
+    ap.add_argument("--pytest-repeats", type=int, default=3,
+                    help="with --pytest: runs of the default tier, warm and cold each (default 3; medians)")
     ap.add_argument("--baseline", metavar="COMMIT",
                     help="also time mdmt verify at this commit, alternating with the current code")
     ap.add_argument("--out", help="also write the report to this file")
@@ -237,21 +267,7 @@ def main(argv=None) -> int:
         if old is not None:
             shutil.rmtree(old.parent, ignore_errors=True)
     if a.pytest:
-        for what, args, env, goal in (
-                ("`python -m pytest -q` (default tier: proof check and unit tests; README command 2), warm", [], None,
-                 60.0),
-                ("`python -m pytest -q`, empty numba cache (the first run after a fresh install)", [], "cold", 90.0),
-                ("`python -m pytest -q -m integration` (integration tier), warm", ["-m", "integration"], None, None)):
-            cache = tempfile.mkdtemp(prefix="mdmt-numba-") if env == "cold" else None
-            if not args and env is None:  # the warm tier: Python's bytecode and pytest's rewritten tests written
-                pytest_run(["--collect-only", "-n", "0"], None)
-            try:
-                dt, summary, ok = pytest_run(args, {**os.environ, "NUMBA_CACHE_DIR": cache} if cache else None)
-            finally:
-                if cache:
-                    shutil.rmtree(cache, ignore_errors=True)
-            rows.append((what, f"{dt:.1f} s wall; {summary}", f"≤ {goal:.0f} s" if goal else "-",
-                         "-" if goal is None and ok else "ok" if ok and dt <= (goal or dt) else "MISSED"))
+        pytest_rows(rows, a.pytest_repeats)
 
     m, v = prov["machine"], prov["versions"]
     lines = ["# Timings", "",

@@ -146,7 +146,7 @@ def test_the_command_prints_its_summary_and_names_each_stale_entry(tmp_path, mon
         {"kernel": "mdmt.nowhere._kernel", "args": ["float64"], "seconds": 0.1, "callees": []},
         {"kernel": log, "args": ["float64", "int64"], "seconds": 0.1, "callees": []},
         {"kernel": "mdmt.runtime.numba_cache.read_only", "args": ["float64"], "seconds": 0.1, "callees": []}])
-    assert main(["compile", "--jobs", "1"]) == 0
+    assert main(["compile", "--jobs", "1", "--no-proofs"]) == 0
     out, err = capsys.readouterr()
     lines = out.splitlines()
     assert len(lines) == 2 and lines[0].startswith("5 signatures of 4 kernels: ") and ", 4 stale; " in lines[0]
@@ -157,9 +157,10 @@ def test_the_command_prints_its_summary_and_names_each_stale_entry(tmp_path, mon
     for why in ("has no _gone", "mdmt has no nowhere._kernel", "takes 1 arguments, the registry lists 2",
                 "read_only is not a numba kernel"):
         assert sum(why in w for w in warned) == 1, (why, warned)
-    assert main(["compile", "--jobs", "3", "--json"]) == 0  # the same in three processes
+    assert main(["compile", "--jobs", "3", "--json"]) == 0  # the same in three processes, then the proofs kept
     out, err = capsys.readouterr()
     got = json.loads(out)
+    assert got["proofs"]["families"] == ["CE", "SD"] and got["proofs"]["rows"] > 50 and got["proofs"]["failed"] == []
     assert (got["signatures"], got["kernels"], got["compiled"] + got["loaded"], got["jobs"]) == (5, 4, 1, 3)
     assert len(got["stale"]) == 4 and all(sum(s in w for w in warned) == 1 for s in got["stale"])
     assert got["unlisted"] == [] and got["cache"] and got["seconds"] > 0 and len(err.splitlines()) == 4
@@ -243,6 +244,10 @@ def test_after_mdmt_compile_verify_and_the_kernel_families_compile_nothing(tmp_p
     got = json.loads(proc.stdout)
     assert (got["compiled"], got["loaded"], got["jobs"]) == (len(ENTRIES), 0, 2), got
     assert got["stale"] == [] and got["unlisted"] == [] and got["cache"].startswith(str(tmp_path / "cache"))
+    # the statements of verify --quick proved and kept beside the kernels: the first verify reads them
+    kept = sorted(p.name.rsplit("-", 1)[0] for p in Path(got["cache"]).glob("verify-*.pickle"))
+    assert kept == ["verify-certification-quick", "verify-derivations-0", "verify-derivations-1"], kept
+    assert got["proofs"]["failed"] == [] and got["proofs"]["rows"] > 50
     out = tmp_path / "compiled.json"
     proc = subprocess.run([sys.executable, "-c", CHECK, str(out), textwrap.dedent(WORKLOAD)], capture_output=True,
                           text=True, env=env, cwd=tmp_path, timeout=900)

@@ -61,3 +61,27 @@ def test_the_report_has_every_figure_and_goal():
         assert figure in text, figure
     timings = _script()
     assert (timings.QUICK_GOAL, timings.FULL_GOAL, timings.FIRST_GOAL) == (0.5, 0.6, 1.5)  # issue's goals
+
+
+def test_the_test_tiers_are_timed_warm_and_cold_interleaved_with_medians_against_the_goals(monkeypatch):
+    """Three warm and three cold runs alternate (each cold one on an empty NUMBA_CACHE_DIR of its own), the medians
+    meet the goals of 60 s and 90 s; a failed run is MISSED whatever its time; the integration tier runs once."""
+    timings = _script()
+    seen, clock = [], iter([50.0, 80.0, 70.0, 95.0, 55.0, 85.0, 600.0])
+
+    def fake(args, env):
+        cold = env is not None and "NUMBA_CACHE_DIR" in env
+        seen.append(("collect" if "--collect-only" in args else "integration" if "-m" in args
+                     else "cold" if cold else "warm"))
+        if "--collect-only" in args:
+            return 1.0, "collected", True
+        return next(clock), "2 passed", not (seen[-1] == "cold" and len(seen) == 5)
+
+    monkeypatch.setattr(timings, "pytest_run", fake)
+    rows = []
+    timings.pytest_rows(rows, 3)
+    assert seen == ["collect", "warm", "cold", "warm", "cold", "warm", "cold", "integration"]
+    (_, warm, wgoal, wok), (_, cold, cgoal, cok), (_, tier, _, tok) = rows
+    assert warm.startswith("55.000 s (min 50.000, max 70.000, 3 runs)") and (wgoal, wok) == ("≤ 60 s", "ok")
+    assert cold.startswith("85.000 s (min 80.000, max 95.000, 3 runs)") and (cgoal, cok) == ("≤ 90 s", "MISSED")
+    assert tier.startswith("600.0 s wall") and tok == "-"
