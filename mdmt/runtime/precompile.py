@@ -283,10 +283,10 @@ def split(entries: list[dict], jobs: int) -> list[list[int]]:
 
 
 def default_jobs() -> int:
-    """The usable cores (``os.sched_getaffinity`` where available)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
+    """The usable cores (:func:`mdmt.runtime.parallel.usable_cores`)."""
+    from mdmt.runtime.parallel import usable_cores
+
+    return usable_cores()
 
 
 # ----------------------------------------------------------------------------- compiling
@@ -451,8 +451,8 @@ def uncached_kernels(registry: str | os.PathLike | None = None) -> list[str]:
     would compile (or, where another signature is missing, partly compile) on first use.
 
     Reads file names only (numba names a kernel's index ``<module>.<qualified name>-<line>.py<version>.nbi``),
-    imports neither numba nor the kernels, and creates nothing: an empty or new cache (a fresh install, an edited source, an empty ``NUMBA_CACHE_DIR``) has
-    every kernel uncached; a warm one none."""
+    imports neither numba nor the kernels, and creates nothing: an empty or new cache (a fresh install, an edited
+    source, an empty ``NUMBA_CACHE_DIR``) has every kernel uncached; a warm one none."""
     from mdmt.runtime.numba_cache import PREFIX, default_base, fallback_base, package_roots, source_key
 
     name = PREFIX + source_key(package_roots())
