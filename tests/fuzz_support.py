@@ -144,23 +144,25 @@ class Worker:
             self.log.close()
             self.proc = None
 
-    def run(self, argv: list[str], cwd: Path, python: str | None = None, prepare: tuple = ()) -> dict:
+    def run(self, argv: list[str], cwd: Path, python: str | None = None, prepare: tuple = (),
+            heavy: bool = True) -> dict:
         """{"rc", "out", "err", "seconds"}; rc is "timeout" or "signal NAME" when the worker did not answer.
 
         ``python`` is code the worker executes before ``main(argv)`` (for the tests of this machinery);
-        ``prepare`` names modules it imports first, untimed, besides those :func:`heavy_imports` names.
+        ``prepare`` names modules it imports first, untimed, besides those :func:`heavy_imports` names
+        (``heavy=False``: none of those, for a case that must be refused at once, imports included).
         """
         if self.proc is None or self.proc.poll() is not None:
             self.close()
             self._start()
-        req = {"argv": argv, "cwd": str(cwd), "prepare": [*heavy_imports(argv), *prepare],
+        req = {"argv": argv, "cwd": str(cwd), "prepare": [*(heavy_imports(argv) if heavy else ()), *prepare],
                **({"python": python} if python else {})}
         try:
             self.proc.stdin.write((json.dumps(req) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:  # died between requests: start again
             self.close()
-            return self.run(argv, cwd, python, prepare)
+            return self.run(argv, cwd, python, prepare, heavy)
         return self._answer(self.timeout)
 
     def _answer(self, timeout: float) -> dict:

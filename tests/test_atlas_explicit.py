@@ -153,6 +153,12 @@ def test_shuffle_fixed_partition_equals_eq4_and_eq5():
 
 
 def test_sizes_that_do_not_fit_are_refused_in_one_line(capsys, monkeypatch):
+    # and at once: the information profile (2^16 subsets of positions here, seconds of work) is computed when a row
+    # first needs it, after that row's law has passed its size checks
+    def profile(language):
+        raise AssertionError("the information profile was computed before the law's size checks")
+
+    monkeypatch.setattr("mdmt.bounds.studies.atlas_support.information_profile_explicit", profile)
     monkeypatch.setenv("MDMT_MAX_MEMORY", "4M")
     assert main(["atlas", "--language", "task:latin:4", "-L", "16", "--steps", "4", "--processes", "confidence"]) == 2
     err = capsys.readouterr().err.strip()
@@ -241,3 +247,4 @@ def test_the_profile_counts_the_python_work_of_each_subset(monkeypatch):
     monkeypatch.setenv("MDMT_MAX_WORK", "1e7")
     with pytest.raises(ResourceError, match=r"2 sequences x 2\^16 subsets of positions"):
         information_profile_explicit(ExplicitLanguage(np.array([[0] * 16, [1] * 16]), [0.5, 0.5], n_symbols=2))
+

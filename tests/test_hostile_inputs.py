@@ -56,10 +56,11 @@ def _snapshot(folder: Path) -> dict:
 
 
 def refused(worker, folder: Path, *argv: str, says=()) -> str:
-    """Run ``mdmt argv`` in ``folder``: exit 2, exactly one ``mdmt <command>: error:`` line holding every string
-    of ``says``, no traceback, and nothing written or changed in ``folder``.  Returns the line."""
+    """Run ``mdmt argv`` in ``folder``: exit 2 within :data:`AT_ONCE` seconds (the command's imports included),
+    exactly one ``mdmt <command>: error:`` line holding every string of ``says``, no traceback, and nothing
+    written or changed in ``folder``.  Returns the line."""
     before = _snapshot(folder)
-    res = worker.run(list(argv), folder)
+    res = worker.run(list(argv), folder, heavy=False)
     kind = outcome(res, "--json" in argv)
     assert kind == ERROR, (kind, res)
     assert res["seconds"] < AT_ONCE, res

@@ -138,11 +138,10 @@ def test_figure2e_replace_random_n10():
     closed form; mdmt's law at n = 10 (a 10-sequence support) agrees."""
     lang = language_from_spec("task:replace-random:n=10")
     for g in (0.5, 0.6, 0.8, 0.875, 0.9 - 2 ** -20, 0.95):
+        acc = {decode: support_law(lang, Threshold(g), decode=decode).accuracy_exact for decode in ("greedy", "sample")}
         for decode in ("greedy", "sample"):
-            acc = support_law(lang, Threshold(g), decode=decode).accuracy_exact
-            assert acc == pb.replace_random_threshold_accuracy(10, Fraction(g), decode)
-        assert support_law(lang, Threshold(g), decode="greedy").accuracy_exact == \
-            pb.printed_replace_random_threshold(10, Fraction(g)) == (1 if g >= 0.9 else 0)
+            assert acc[decode] == pb.replace_random_threshold_accuracy(10, Fraction(g), decode)
+        assert acc["greedy"] == pb.printed_replace_random_threshold(10, Fraction(g)) == (1 if g >= 0.9 else 0)
 
 
 def _rows(n_max=4):

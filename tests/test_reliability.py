@@ -31,8 +31,10 @@ def worker(tmp_path_factory, pytestconfig):
     return shared_worker(pytestconfig, tmp_path_factory.mktemp("reliability-logs"), AT_ONCE)
 
 
-def run(worker, folder, *argv):
-    res = worker.run(list(argv), folder)
+def run(worker, folder, *argv, heavy=True):
+    """The outcome of ``mdmt argv`` in the worker and its result; ``heavy=False`` for a case refused at once (its
+    imports counted in its time, :meth:`~tests.fuzz_support.Worker.run`)."""
+    res = worker.run(list(argv), folder, heavy=heavy)
     return outcome(res, "--json" in argv), res
 
 
@@ -500,7 +502,7 @@ def test_a_data_set_too_large_to_read_here_is_not_regenerated_over(tmp_path, mon
 ])
 def test_empty_lists_and_negative_seeds_are_refused_naming_the_flag(worker, tmp_path, argv, flag):
     """An empty --policies or --kinds used to run nothing and exit 0; a negative --seed was accepted."""
-    result, res = run(worker, tmp_path, *argv)
+    result, res = run(worker, tmp_path, *argv, heavy=False)
     assert result == ERROR, (result, res)
     assert flag in res["err"] and res["seconds"] < AT_ONCE
     assert not (tmp_path / "f").exists()  # refused before anything is written

@@ -276,7 +276,7 @@ def atlas(language: Language, L: int, N: int, processes: str = DEFAULT_PROCESSES
         from .atlas_support import explicit_context, support_process_law
 
         ctx = explicit_context(language, L, profile_total_correlation)
-        info, profile, V, n = ctx["info"], ctx["profile"], language.n_symbols, None
+        info, profile, V, n = ctx["info"], ctx["profile"], language.n_symbols, None  # profile(): after a law's checks
         laws = ((pol, support_process_law(language, L, pol, ctx)) for pol in
                 (ctx["resolve"](p) for p in policies))
     else:
@@ -284,14 +284,16 @@ def atlas(language: Language, L: int, N: int, processes: str = DEFAULT_PROCESSES
         V = tables.V
         D = denoiser_table(tables, denoiser)
         info = information_quantities(language, L, method="exact")
-        profile = information_profile(tables)
+        tables_profile = information_profile(tables)
+        profile = lambda: tables_profile  # noqa: E731 -- the same call as the support's profile()
         n = language.n if isinstance(language, NGram) else None
         laws = ((pol, process_law(language, L, pol, tables, D, n)) for pol in
                 (resolve(p, language, L) for p in policies))  # optimal: the DP's sizes for this language and L
-    rows = [_row(pol, r, L, N, V, info, profile, n, denoiser is None) for pol, r in laws]
+    rows = [_row(pol, r, L, N, V, info, profile(), n, denoiser is None) for pol, r in laws]
     instance = {"length": L, "steps": N, "vocab_size": V, "ngram_order": n, "entropy": info["entropy"],
                 "total_correlation": info["total_correlation"], "dual_total_correlation": info["dual_total_correlation"],
-                "sum_mutual_information": info["sum_mutual_information"], "profile": profile, "oracle": denoiser is None}
+                "sum_mutual_information": info["sum_mutual_information"], "profile": profile(),
+                "oracle": denoiser is None}
     return Result({"instance": instance, "rows": rows}, figure="atlas_figure")
 
 

@@ -40,28 +40,36 @@ from mdmt.runtime.resources import ResourceError
 
 
 def explicit_context(language, L: int, closed_form) -> dict:
-    """What every row of one explicit instance shares: ``info`` (H, TC, DTC, sum_i I), ``profile`` (or None when
-    refused), ``generators`` (the support's symmetries, found once), ``resolve`` (binds ``optimal``) and
-    ``closed_form(policy, L, profile)``: E sum_j TC from the profile for uniformly random positions, else None
-    (:func:`.atlas.profile_total_correlation`, passed in: the atlas imports this module)."""
+    """What every row of one explicit instance shares: ``info`` (H, TC, DTC, sum_i I), ``profile()`` (the
+    information profile, or None when refused; computed when a row first needs it, after that row's law has
+    passed its size checks, so that a law that does not fit is refused at once), ``generators`` (the support's
+    symmetries, found once), ``resolve`` (binds ``optimal``) and ``closed_form(policy, L, profile)``: E sum_j TC
+    from the profile for uniformly random positions, else None (:func:`.atlas.profile_total_correlation`, passed
+    in: the atlas imports this module)."""
     if int(L) != language.length:
         raise ValueError(f"L = {L}: this explicit law holds sequences of length {language.length} only")
     if L > MAX_LENGTH:
         raise ValueError(f"the atlas on the support tracks 2^L revealed sets per sequence; L = {L} exceeds mdmt's "
                          f"limit of {MAX_LENGTH}")
     info = information_quantities(language, L, method="exact")
-    try:
-        profile = information_profile_explicit(language)
-    except ResourceError:
-        profile = None  # the columns that need it come from the chains on the support instead
+    kept: list = []
+
+    def profile():
+        if not kept:
+            try:
+                kept.append(information_profile_explicit(language))
+            except ResourceError:
+                kept.append(None)  # the columns that need it come from the chains on the support instead
+        return kept[0]
+
     ctx = {"info": info, "profile": profile, "generators": symmetry_generators(language), "tables": None,
            "closed_form": closed_form}
 
     def resolve(policy):
-        if isinstance(policy, OptimalSizes) and profile is not None:
+        if isinstance(policy, OptimalSizes) and profile() is not None:
             from mdmt.constructions.reverse.optimal_schedule import optimal_sizes
 
-            return Sizes(optimal_sizes(profile, policy.N)[0], spec="optimal")
+            return Sizes(optimal_sizes(profile(), policy.N)[0], spec="optimal")
         if isinstance(policy, OptimalSizes):
             raise ValueError(f"policy 'optimal' needs the information profile of the support, refused at "
                              f"M = {language.n_sequences} sequences of length L = {L}")
@@ -104,7 +112,7 @@ def support_process_law(language, L: int, policy, ctx: dict) -> dict:
         nfe = float(np.count_nonzero(sizes))
     if nfe is None:
         nfe = support_expected_nfe(language, policy, gens)
-    tc = None if ctx["profile"] is None else ctx["closed_form"](policy, L, ctx["profile"])
+    tc = None if ctx["profile"]() is None else ctx["closed_form"](policy, L, ctx["profile"]())
     if tc is None:
         tc = support_teacher_forced(language, policy, gens)["total_correlation"]
     return {"kl": law.kl_nats, "ser": law.ser, "expected_nfe": nfe, "assignment_kl": tc, "total_correlation": tc,
