@@ -33,6 +33,26 @@ def test_quick_verify_passes_with_a_method_for_every_row(quick_rows):
     assert len(ids) == len(set(ids)) and all(i.count("/") >= 2 for i in ids)
 
 
+def test_the_student_t_intervals_are_checked_by_the_full_verify_only(quick_rows, monkeypatch):
+    """IT's Student-t rows need scipy.stats (half a second to import): the full run has them, --quick does not."""
+    from mdmt.bounds.verification import verify as V
+    from mdmt.constructions.reverse import confidence
+
+    it = [j for j in V.jobs(False) if j.families == ("IT",)]
+    assert len(it) == 1 and it[0].run.args == (False,)
+    assert {r.family for r in quick_rows} >= {"IT"} and not any("Student-t" in r.case for r in quick_rows)
+    rows = V.beyond.student_t_rows()
+    assert len(rows) == 6 and all(r.holds for r in rows)
+    real = confidence.mean_interval
+
+    def narrower(x, level):  # seeded: every interval 1 % too narrow
+        m, lo, hi = real(x, level)
+        return m, m - 0.99 * (m - lo), m + 0.99 * (hi - m)
+
+    monkeypatch.setattr(confidence, "mean_interval", narrower)
+    assert not any(r.holds for r in V.beyond.student_t_rows())
+
+
 def test_every_inequality_family_is_tight_somewhere(quick_rows):
     for fam in TIGHT:
         rel = [r.rel_margin for r in quick_rows if r.family == fam and r.relation in ("<=", ">=")]
@@ -352,7 +372,7 @@ def test_the_jobs_in_worker_processes_give_the_rows_of_one_process(monkeypatch):
     one, two = run_checks(True, pattern, processes=1), run_checks(True, pattern, processes=2)
     assert len(one) > 50 and len(one) == len(two)
     assert [repr(dataclasses.astuple(r)) for r in one] == [repr(dataclasses.astuple(r)) for r in two]
-    pid = lambda: [checks.Row("IT", "pid", str(os.getpid()), (0.0, 0.0), (0.0, 0.0), "==", "exact", True, 0.0)]  # noqa
+    pid = lambda quick: [checks.Row("IT", "pid", str(os.getpid()), (0.0, 0.0), (0.0, 0.0), "==", "exact", True, 0.0)]  # noqa
     monkeypatch.setattr(V.beyond, "information_rows", pid)
     rows = run_checks(True, "IT|AV", processes=2)
     assert [r.case for r in rows if r.instance == "pid"] != [str(os.getpid())]

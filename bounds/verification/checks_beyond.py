@@ -248,7 +248,10 @@ IT_INSTANCES = (
 )
 
 
-def information_rows() -> list[Row]:
+def information_rows(quick: bool = False) -> list[Row]:
+    """IT: the information quantities against sums of the exact joint table; the full run also checks the Student-t
+    intervals of the Monte Carlo estimators (:func:`student_t_rows`: scipy.stats, whose import alone is half a
+    second)."""
     from mdmt.constructions.reverse.information import information_profile, information_quantities
     from mdmt.constructions.reverse.tables import build_tables
 
@@ -275,11 +278,16 @@ def information_rows() -> list[Row]:
         g = bf.subset_entropy_profile(X, q)
         for u in range(1, L + 1):
             rows.append(agree("IT", inst, f"profile f({u}) = mean H(X_W), |W| = {u}", f[u], g[u], tol))
-    # the Monte Carlo estimators' intervals (mean_interval) against scipy's one-sample t confidence interval
+    return rows if quick else rows + student_t_rows()
+
+
+def student_t_rows() -> list[Row]:
+    """IT: the Monte Carlo estimators' intervals (mean_interval) against scipy's one-sample t confidence interval."""
     from scipy import stats
 
     from mdmt.constructions.reverse.confidence import mean_interval
 
+    rows = []
     rng = np.random.default_rng(7)
     for num, level in ((10, 0.95), (400, 0.999), (4000, 0.9)):
         x = rng.exponential(1.0, num)

@@ -122,7 +122,7 @@ def jobs(quick: bool, cache: bool = False) -> list[Job]:
            Job(("AB",), lambda: beyond.atlas_rows(quick), "atlas bounds", POLICY_CHAIN, cost=1.0 if quick else 7.0),
            Job(("AV",), beyond.atlas_value_rows, "atlas constants", POLICY_CHAIN),
            Job(("AX",), beyond.expected_failure_rows, "atlas: documented failures", POLICY_CHAIN),
-           Job(("IT",), beyond.information_rows, "information quantities", cost=0.6),
+           Job(("IT",), partial(beyond.information_rows, quick), "information quantities", cost=0.2 if quick else 0.8),
            Job(("PL",), beyond.policy_rows, "policy laws", POLICY_CHAIN, cost=5.0),
            Job(("CE",), partial(proof_cache.certification_rows if cache else beyond.certification_rows, quick),
                "certification", cost=1.0),
