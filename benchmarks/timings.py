@@ -278,7 +278,7 @@ def main(argv=None) -> int:
              "Python's bytecode cache: written and read as by default"
              + (" (`PYTHONDONTWRITEBYTECODE` was set here and is removed for the measured processes)." if no_bytecode
                 else ".") + "  ",
-             f"Command line: `{' '.join(exe)}`.", "",
+             f"Command line: `{' '.join([Path(exe[0]).name, *exe[1:]])}` (beside the Python that runs this script).", "",
              "| what | wall time | goal | |", "| --- | --- | --- | --- |"]
     lines += [f"| {w} | {f} | {g} | {ok} |" for w, f, g, ok in rows]
     text = "\n".join(lines) + "\n"
