@@ -3,7 +3,8 @@
 numba compiles a kernel once per tuple of argument types, and a read-only array, a writable one and a literal
 integer constant are three types.  The integration test runs a workload touching every family of kernels (HMM and
 n-gram inference with the HMM kernels' dense and sparse paths, the sampler, the exact laws of the paper's process and of
-the policies, the support-scaled law and its rationals, teacher forcing and mixtures on the support, explicit laws) in a fresh process with an empty numba cache, records every compilation
+the policies, the support-scaled law and its rationals, teacher forcing and mixtures on the support, explicit laws, the
+n-gram layer of the networks) in a fresh process with an empty numba cache, records every compilation
 with numba's event API, and fails if a kernel of mdmt was compiled for more than one signature.  Seeding a literal
 ``m = 0`` back into the policies' exact chain (policy_exact._chunk) makes it fail.
 """
@@ -89,6 +90,20 @@ WORKLOAD = """
         h.posterior_marginals(M)
         h.in_support(M)
     run("atlas", "--language", "task:shuffle:n=3", "-L", "3", "-N", "2")  # teacher forcing, mixtures on the support
+    from mdmt.empirical.ngram_kernels import ngram_backward, ngram_forward
+    rng = np.random.default_rng(0)  # the n-gram layer's reference kernels, as its tests and benchmark call them
+    P, ids = rng.dirichlet(np.ones(2), size=9), rng.integers(0, 3, (2, 5))
+    stored = ngram_forward(P, ids, 2, 2)
+    ngram_backward(rng.normal(size=stored[0].shape), P, ids, 2, 2, *stored[1:])
+    try:
+        import torch
+    except ImportError:  # the core alone: the n-gram layer (mdmt.empirical) needs torch
+        torch = None
+    if torch is not None:  # the kernels the layer runs, forward and backward, with the arrays it passes
+        from mdmt.empirical.ngram_layer import NgramLayer
+        layer = NgramLayer(3, 2, causal=False)
+        out = layer(torch.tensor([[0, 2, 1, 2, 0], [2, 2, 1, 0, 1]]))
+        torch.where(torch.isfinite(out), out, 0.0).sum().backward()
     json.dump({"signatures": {k: sorted(v) for k, v in seen.items()}, "extra_seconds": extra,
                "compile_seconds": total[0], "compilations": total[1]}, sys.stdout)
 """
