@@ -52,7 +52,7 @@ def pytest_configure(config):
     if os.environ.get("PYTEST_XDIST_WORKER") and hasattr(config, "workeroutput"):
         config.add_cleanup(lambda: _end_worker(config))  # added first among this run's cleanups: runs last of them
     elif _whole_suite(config):
-        _compile_a_cold_cache()
+        _compile_a_cold_cache(config)
 
 
 def pytest_collection_finish(session):
@@ -64,8 +64,6 @@ def pytest_collection_finish(session):
 def pytest_unconfigure(config):
     if _results_sent(config):
         gc.freeze()  # module docstring: nothing this worker could still collect would be reported
-    while _CLEANUPS:
-        _CLEANUPS.pop()()
 
 
 def _results_sent(config) -> bool:
@@ -82,7 +80,7 @@ def _whole_suite(config) -> bool:
 _READY = "MDMT_TEST_KERNELS_READY"  # a file that the controller writes when its compilation of a cold cache ends
 
 
-def _compile_a_cold_cache(least: int = 10) -> None:
+def _compile_a_cold_cache(config, least: int = 10) -> None:
     """On a cold numba cache (``least`` or more kernels never compiled for this source), compile every kernel
     once, split over the cores, while the pytest workers start and collect (module docstring)."""
     import shutil
@@ -124,10 +122,7 @@ def _compile_a_cold_cache(least: int = 10) -> None:
         worker.join()
         shutil.rmtree(folder, ignore_errors=True)
 
-    _CLEANUPS.append(clean_up)
-
-
-_CLEANUPS: list = []
+    config.add_cleanup(clean_up)
 
 
 def _wait_for_the_kernels(timeout: float = 1800.0) -> None:

@@ -247,4 +247,3 @@ def test_the_profile_counts_the_python_work_of_each_subset(monkeypatch):
     monkeypatch.setenv("MDMT_MAX_WORK", "1e7")
     with pytest.raises(ResourceError, match=r"2 sequences x 2\^16 subsets of positions"):
         information_profile_explicit(ExplicitLanguage(np.array([[0] * 16, [1] * 16]), [0.5, 0.5], n_symbols=2))
-

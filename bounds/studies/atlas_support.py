@@ -27,6 +27,8 @@ programme gives on the support's exact profile.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from mdmt.constructions.reverse.information import information_quantities
@@ -52,15 +54,12 @@ def explicit_context(language, L: int, closed_form) -> dict:
         raise ValueError(f"the atlas on the support tracks 2^L revealed sets per sequence; L = {L} exceeds mdmt's "
                          f"limit of {MAX_LENGTH}")
     info = information_quantities(language, L, method="exact")
-    kept: list = []
-
+    @functools.cache
     def profile():
-        if not kept:
-            try:
-                kept.append(information_profile_explicit(language))
-            except ResourceError:
-                kept.append(None)  # the columns that need it come from the chains on the support instead
-        return kept[0]
+        try:
+            return information_profile_explicit(language)
+        except ResourceError:
+            return None  # the columns that need it come from the chains on the support instead
 
     ctx = {"info": info, "profile": profile, "generators": symmetry_generators(language), "tables": None,
            "closed_form": closed_form}
